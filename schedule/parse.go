@@ -17,35 +17,35 @@ import (
 //	date     ::= number ("." number)*      checked afterwards: [[yyyy.]mm.]dd, or wd, or id
 //	time     ::= [number ":"] number       hh:nn or nn
 type scheduleNode struct {
-	Type typeNode `@@`
-	Body bodyNode `Space @@`
+	Type typeNode `parser:"@@"`
+	Body bodyNode `parser:"Space @@"`
 }
 
 type typeNode struct {
 	Pos    lexer.Position
-	Letter string `@Word`
+	Letter string `parser:"@Word"`
 }
 
 type bodyNode struct {
 	Pos  lexer.Position
-	Date *dateNode `(@@ Space)?`
-	Time timeNode  `@@`
+	Date *dateNode `parser:"(@@ Space)?"`
+	Time timeNode  `parser:"@@"`
 }
 
 type dateNode struct {
 	Pos   lexer.Position
-	Parts []numberNode `@@ ("." @@)*`
+	Parts []numberNode `parser:"@@ (\".\" @@)*"`
 }
 
 type timeNode struct {
 	Pos    lexer.Position
-	Hour   *numberNode `(@@ ":")?`
-	Minute numberNode  `@@`
+	Hour   *numberNode `parser:"(@@ \":\")?"`
+	Minute numberNode  `parser:"@@"`
 }
 
 type numberNode struct {
 	Pos  lexer.Position
-	Text string `@Number`
+	Text string `parser:"@Number"`
 }
 
 var scheduleLexer = lexer.MustSimple([]lexer.SimpleRule{
@@ -59,17 +59,24 @@ var scheduleLexer = lexer.MustSimple([]lexer.SimpleRule{
 // scheduleParser is built once and never changed; participle parsers are safe for concurrent use.
 var scheduleParser = participle.MustBuild[scheduleNode](
 	participle.Lexer(scheduleLexer),
-	participle.UseLookahead(8),
+	participle.UseLookahead(3),
 )
 
 // maxDays is the most days month m (1..12) can have, February counted in a leap year.
 var maxDays = [13]int{0, 31, 29, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31}
+
+// MaxLength is the longest schedule text Parse reads, in bytes; the longest canonical schedule has 19.
+const MaxLength = 64
 
 // Parse reads a schedule such as "D 2003.12.01 17:30", "D -1 17:30", "W 1 7:30" or "I 0:05".
 // The type letter may be in either case; fields are separated by exactly one space.
 // An error reads "1:COLUMN: reason", the column being where the problem starts, and
 // implements participle.Error.
 func Parse(text string) (Schedule, error) {
+	if len(text) > MaxLength {
+		return Schedule{}, participle.Errorf(lexer.Position{Offset: MaxLength, Line: 1, Column: MaxLength + 1},
+			"a schedule is at most %d characters long", MaxLength)
+	}
 	node, err := scheduleParser.ParseString("", text)
 	if err != nil {
 		return Schedule{}, plainSyntaxError(text, err)
