@@ -77,19 +77,13 @@ func (s Schedule) AnchoredAt(start time.Time) Schedule {
 // IsOneOff reports whether the schedule names a single date (a date schedule with a year).
 func (s Schedule) IsOneOff() bool { return s.Type == Date && s.Given == Year }
 
-// Interval returns the length of an interval schedule in seconds; 0 for other types.
-func (s Schedule) intervalSeconds() int64 {
+// intervalSeconds returns the length of an interval schedule in seconds; 0 for other types.
+// Fields that are not given are zero.
+func (s *Schedule) intervalSeconds() int64 {
 	if s.Type != Interval {
 		return 0
 	}
-	secs := int64(s.Minute) * 60
-	if s.Has(Hour) {
-		secs += int64(s.Hour) * 3600
-	}
-	if s.Has(Day) {
-		secs += int64(s.Day) * 86400
-	}
-	return secs
+	return int64(s.Day)*86400 + int64(s.Hour)*3600 + int64(s.Minute)*60
 }
 
 // String returns the canonical text of the schedule: the type letter in upper case, a four-digit
