@@ -1,0 +1,75 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"strings"
+
+	"github.com/urfave/cli/v2"
+)
+
+// Exit codes of pgjobs.
+const (
+	exitOK    = 0
+	exitError = 1
+	exitUsage = 2
+)
+
+// usageError is an error in how pgjobs was called: an unknown flag, a missing or malformed argument.
+type usageError struct{ err error }
+
+func (e usageError) Error() string { return e.err.Error() }
+func (e usageError) Unwrap() error { return e.err }
+
+func usagef(format string, args ...any) error { return usageError{fmt.Errorf(format, args...)} }
+
+// run runs pgjobs with args (args[0] is the program name) and returns the exit code.
+func run(args []string, stdout, stderr io.Writer) int {
+	app := newApp(stdout, stderr)
+	err := app.Run(args)
+	if err == nil {
+		return exitOK
+	}
+	fmt.Fprintf(stderr, "pgjobs: %s\n", oneLine(err))
+	if errors.As(err, new(usageError)) {
+		return exitUsage
+	}
+	return exitError
+}
+
+func newApp(stdout, stderr io.Writer) *cli.App {
+	return &cli.App{
+		Name:    "pgjobs",
+		Usage:   "administer pgjobs, the PostgreSQL job scheduler",
+		Version: fmt.Sprintf("%s (commit %s, built %s)", version, commit, date),
+		Writer:  stdout,
+		// ErrWriter gets what urfave/cli prints on its own; run prints the errors.
+		ErrWriter:       stderr,
+		HideHelpCommand: true,
+		OnUsageError:    onUsageError,
+		ExitErrHandler:  func(*cli.Context, error) {}, // run maps errors to exit codes, never os.Exit here
+		Commands: []*cli.Command{
+			nextCommand(),
+		},
+		Action: func(c *cli.Context) error {
+			if c.NArg() > 0 {
+				return usagef("unknown command %q; see pgjobs --help", c.Args().First())
+			}
+			if err := cli.ShowAppHelp(c); err != nil {
+				return err
+			}
+			return usagef("no command given")
+		},
+	}
+}
+
+// onUsageError turns urfave/cli's flag errors into usage errors instead of printing the help.
+func onUsageError(c *cli.Context, err error, _ bool) error {
+	return usagef("%w; see %s --help", err, c.Command.HelpName)
+}
+
+// oneLine folds an error onto one line.
+func oneLine(err error) string {
+	return strings.Join(strings.Fields(err.Error()), " ")
+}
