@@ -1,0 +1,502 @@
+// Package pgtest starts a throwaway PostgreSQL cluster for the tests of one package.
+//
+// One cluster serves one test binary: TestMain calls Main, which starts the cluster from the
+// installed server binaries (pg_config --bindir, else the newest /usr/lib/postgresql/*/bin),
+// runs the tests and removes the cluster, also when they fail. The cluster listens on a unix
+// socket in its own temporary directory and on 127.0.0.1, on a free port, with fsync off and
+// trust authentication. initdb refuses to run as root, so under root the server runs as the
+// postgres OS user. PGJOBS_TEST_DSN points the tests at an existing server instead.
+package pgtest
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"os/user"
+	"path/filepath"
+	"regexp"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+)
+
+// DSNVariable names the environment variable that points the tests at an existing server.
+const DSNVariable = "PGJOBS_TEST_DSN"
+
+// ErrExternal is returned by the methods that need a cluster of our own (Restart, StopServer,
+// StartServer) when the tests run against the server of PGJOBS_TEST_DSN.
+var ErrExternal = errors.New("the tests use an existing server (" + DSNVariable + "): it cannot be stopped or restarted")
+
+// Cluster is a PostgreSQL server the tests may use as they like.
+type Cluster struct {
+	base      *pgconn.Config // connection to the maintenance database as a superuser
+	databases atomic.Int64   // numbers the databases NewDatabase creates
+
+	// Set for a cluster of our own; nil or zero for an external server.
+	bindir  string
+	dir     string // the temporary directory: data/, the socket, postgres.log
+	port    int
+	runAs   *syscall.Credential // the postgres OS user when the tests run as root
+	mu      sync.Mutex          // guards server
+	server  *exec.Cmd
+	exited  chan struct{} // closed when server has exited
+	waitErr error         // how server exited, set before exited is closed
+}
+
+// Main starts a cluster, stores it in *cluster, runs the tests and removes the cluster. It returns
+// the exit code for os.Exit:
+//
+//	var cluster *pgtest.Cluster
+//
+//	func TestMain(m *testing.M) { os.Exit(pgtest.Main(m, &cluster)) }
+func Main(m *testing.M, cluster **Cluster) int {
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	c, err := Start(ctx)
+	cancel()
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "pgtest: %v\n", err)
+		return 1
+	}
+	*cluster = c
+	code := m.Run()
+	if err := c.Close(); err != nil {
+		fmt.Fprintf(os.Stderr, "pgtest: %v\n", err)
+		if code == 0 {
+			code = 1
+		}
+	}
+	return code
+}
+
+// Start starts a throwaway cluster, or connects to the server of PGJOBS_TEST_DSN when it is set.
+func Start(ctx context.Context) (*Cluster, error) {
+	if dsn := os.Getenv(DSNVariable); dsn != "" {
+		base, err := pgconn.ParseConfig(dsn)
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", DSNVariable, err)
+		}
+		c := &Cluster{base: base}
+		if err := c.ping(ctx); err != nil {
+			return nil, fmt.Errorf("%s: %w", DSNVariable, err)
+		}
+		return c, nil
+	}
+	bindir, err := serverBindir()
+	if err != nil {
+		return nil, err
+	}
+	c := &Cluster{bindir: bindir}
+	if os.Geteuid() == 0 {
+		if c.runAs, err = postgresUser(); err != nil {
+			return nil, err
+		}
+	}
+	removeStaleClusters()
+	if err := c.initdb(ctx); err != nil {
+		c.removeDir()
+		return nil, err
+	}
+	// A free port may be taken by someone else before the server binds it: try a few.
+	for attempt := 1; ; attempt++ {
+		if c.port, err = freePort(); err == nil {
+			c.base, err = pgconn.ParseConfig(fmt.Sprintf("host=%s port=%d user=postgres dbname=postgres sslmode=disable", c.dir, c.port))
+		}
+		if err == nil {
+			err = c.StartServer(ctx)
+		}
+		if err == nil || attempt == 3 || ctx.Err() != nil {
+			break
+		}
+	}
+	if err != nil {
+		c.removeDir()
+		return nil, err
+	}
+	return c, nil
+}
+
+// Close stops the server and removes its directory. For an external server it does nothing.
+func (c *Cluster) Close() error {
+	if c.dir == "" {
+		return nil
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	err := c.StopServer(ctx)
+	c.removeDir()
+	return err
+}
+
+// Own reports whether the cluster is ours (it can be stopped and restarted), not PGJOBS_TEST_DSN's.
+func (c *Cluster) Own() bool { return c.dir != "" }
+
+// Host returns the host to connect to: the socket directory of our own cluster.
+func (c *Cluster) Host() string { return c.base.Host }
+
+// Port returns the server's port.
+func (c *Cluster) Port() int { return int(c.base.Port) }
+
+// User returns the superuser the tests connect as.
+func (c *Cluster) User() string { return c.base.User }
+
+// DSN returns a keyword/value connection string for database as the superuser.
+func (c *Cluster) DSN(database string) string {
+	parts := []string{
+		"host=" + quoteValue(c.base.Host),
+		"port=" + strconv.Itoa(int(c.base.Port)),
+		"user=" + quoteValue(c.base.User),
+		"dbname=" + quoteValue(database),
+	}
+	if c.base.Password != "" {
+		parts = append(parts, "password="+quoteValue(c.base.Password))
+	}
+	if c.base.TLSConfig == nil {
+		parts = append(parts, "sslmode=disable")
+	}
+	return strings.Join(parts, " ")
+}
+
+// ConnConfig returns a connection configuration for database as the superuser.
+func (c *Cluster) ConnConfig(database string) (*pgx.ConnConfig, error) {
+	cfg, err := pgx.ParseConfig(c.DSN(database))
+	if err != nil {
+		return nil, err
+	}
+	if c.base.TLSConfig != nil {
+		cfg.TLSConfig = c.base.TLSConfig.Clone()
+	}
+	return cfg, nil
+}
+
+// Connect connects to database as the superuser; the connection is closed when the test ends.
+func (c *Cluster) Connect(t testing.TB, database string) *pgx.Conn {
+	t.Helper()
+	conn, err := c.connect(context.Background(), database)
+	if err != nil {
+		t.Fatalf("connect to %s: %v", database, err)
+	}
+	t.Cleanup(func() { conn.Close(context.Background()) })
+	return conn
+}
+
+// NewDatabase creates an empty database for the test and drops it when the test ends.
+func (c *Cluster) NewDatabase(t testing.TB) string {
+	t.Helper()
+	name := fmt.Sprintf("pgjobs_test_%s_%d", sanitize(t.Name()), c.databases.Add(1))
+	ctx := context.Background()
+	if err := c.admin(ctx, "CREATE DATABASE "+pgx.Identifier{name}.Sanitize()); err != nil {
+		t.Fatalf("create database %s: %v", name, err)
+	}
+	t.Cleanup(func() {
+		if err := c.admin(ctx, "DROP DATABASE IF EXISTS "+pgx.Identifier{name}.Sanitize()+" WITH (FORCE)"); err != nil {
+			t.Errorf("drop database %s: %v", name, err)
+		}
+	})
+	return name
+}
+
+// Restart stops the server and starts it again on the same port.
+func (c *Cluster) Restart(ctx context.Context) error {
+	if err := c.StopServer(ctx); err != nil {
+		return err
+	}
+	return c.StartServer(ctx)
+}
+
+// StopServer shuts the server down (fast shutdown: open sessions are ended) and waits for it.
+func (c *Cluster) StopServer(ctx context.Context) error {
+	if !c.Own() {
+		return ErrExternal
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.server == nil {
+		return nil
+	}
+	_ = c.server.Process.Signal(syscall.SIGINT)
+	select {
+	case <-c.exited:
+	case <-ctx.Done():
+		_ = c.server.Process.Signal(syscall.SIGQUIT)
+		<-c.exited
+	}
+	c.server = nil
+	return nil
+}
+
+// StartServer starts the server of a cluster that StopServer stopped, and waits until it accepts
+// connections.
+func (c *Cluster) StartServer(ctx context.Context) error {
+	if !c.Own() {
+		return ErrExternal
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.server != nil {
+		return nil
+	}
+	logFile, err := os.OpenFile(filepath.Join(c.dir, "postgres.log"), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+	if err != nil {
+		return fmt.Errorf("start postgres: %w", err)
+	}
+	defer logFile.Close()
+	cmd := c.command(filepath.Join(c.bindir, "postgres"),
+		"-D", filepath.Join(c.dir, "data"),
+		"-p", strconv.Itoa(c.port),
+		"-k", c.dir,
+		"-c", "listen_addresses=127.0.0.1",
+		"-c", "fsync=off",
+		"-c", "synchronous_commit=off",
+		"-c", "full_page_writes=off",
+		"-c", "max_connections=300",
+		"-c", "log_min_messages=warning",
+	)
+	cmd.Stdout, cmd.Stderr = logFile, logFile
+	// If the test binary dies without Close, the server shuts down at once.
+	cmd.SysProcAttr.Pdeathsig = syscall.SIGQUIT
+	if err := cmd.Start(); err != nil {
+		return fmt.Errorf("start postgres: %w", err)
+	}
+	c.server, c.exited = cmd, make(chan struct{})
+	go func(exited chan struct{}) {
+		c.waitErr = cmd.Wait()
+		close(exited)
+	}(c.exited)
+	if err := c.waitReady(ctx); err != nil {
+		_ = cmd.Process.Signal(syscall.SIGQUIT)
+		<-c.exited
+		c.server = nil
+		return fmt.Errorf("start postgres on port %d: %w\n%s", c.port, err, c.logTail())
+	}
+	return nil
+}
+
+// waitReady waits until the server accepts connections or has exited.
+func (c *Cluster) waitReady(ctx context.Context) error {
+	ctx, cancel := context.WithTimeout(ctx, 60*time.Second)
+	defer cancel()
+	for {
+		err := c.ping(ctx)
+		if err == nil {
+			return nil
+		}
+		select {
+		case <-c.exited:
+			return fmt.Errorf("postgres exited: %v", c.waitErr)
+		case <-ctx.Done():
+			return fmt.Errorf("postgres not ready: %w", err)
+		case <-time.After(50 * time.Millisecond):
+		}
+	}
+}
+
+func (c *Cluster) ping(ctx context.Context) error {
+	conn, err := c.connect(ctx, c.base.Database)
+	if err != nil {
+		return err
+	}
+	return conn.Close(ctx)
+}
+
+func (c *Cluster) connect(ctx context.Context, database string) (*pgx.Conn, error) {
+	cfg, err := c.ConnConfig(database)
+	if err != nil {
+		return nil, err
+	}
+	return pgx.ConnectConfig(ctx, cfg)
+}
+
+// admin runs one statement in the maintenance database.
+func (c *Cluster) admin(ctx context.Context, sql string) error {
+	conn, err := c.connect(ctx, c.base.Database)
+	if err != nil {
+		return err
+	}
+	defer conn.Close(ctx)
+	_, err = conn.Exec(ctx, sql)
+	return err
+}
+
+// initdb creates the temporary directory and a cluster in it.
+func (c *Cluster) initdb(ctx context.Context) error {
+	dir, err := os.MkdirTemp(socketTempDir(), "pgjobs-pgtest-")
+	if err != nil {
+		return fmt.Errorf("initdb: %w", err)
+	}
+	c.dir = dir
+	if c.runAs != nil {
+		if err := os.Chown(dir, int(c.runAs.Uid), int(c.runAs.Gid)); err != nil {
+			return fmt.Errorf("initdb: give %s to the postgres user: %w", dir, err)
+		}
+	}
+	cmd := c.command(filepath.Join(c.bindir, "initdb"),
+		"-D", filepath.Join(dir, "data"), "-U", "postgres", "-A", "trust",
+		"-E", "UTF8", "--locale=C", "--no-sync")
+	var out bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &out
+	if err := runContext(ctx, cmd); err != nil {
+		return fmt.Errorf("initdb: %w\n%s", err, out.String())
+	}
+	return nil
+}
+
+// command prepares a server program to run in the cluster's directory, as the postgres user under root.
+func (c *Cluster) command(path string, args ...string) *exec.Cmd {
+	cmd := exec.Command(path, args...)
+	cmd.Dir = c.dir
+	cmd.Env = append(os.Environ(), "LC_ALL=C")
+	cmd.SysProcAttr = &syscall.SysProcAttr{Credential: c.runAs}
+	return cmd
+}
+
+func (c *Cluster) logTail() string {
+	data, err := os.ReadFile(filepath.Join(c.dir, "postgres.log"))
+	if err != nil {
+		return ""
+	}
+	lines := strings.Split(strings.TrimSpace(string(data)), "\n")
+	return strings.Join(lines[max(0, len(lines)-20):], "\n")
+}
+
+func (c *Cluster) removeDir() {
+	if c.dir != "" {
+		_ = os.RemoveAll(c.dir)
+	}
+}
+
+// runContext runs cmd and kills it when ctx ends.
+func runContext(ctx context.Context, cmd *exec.Cmd) error {
+	if err := cmd.Start(); err != nil {
+		return err
+	}
+	done := make(chan error, 1)
+	go func() { done <- cmd.Wait() }()
+	select {
+	case err := <-done:
+		return err
+	case <-ctx.Done():
+		_ = cmd.Process.Kill()
+		<-done
+		return ctx.Err()
+	}
+}
+
+// serverBindir finds the directory of initdb and postgres.
+func serverBindir() (string, error) {
+	if out, err := exec.Command("pg_config", "--bindir").Output(); err == nil {
+		dir := strings.TrimSpace(string(out))
+		if isServerBindir(dir) {
+			return dir, nil
+		}
+	}
+	dirs, _ := filepath.Glob("/usr/lib/postgresql/*/bin")
+	sort.Slice(dirs, func(i, j int) bool { return majorVersion(dirs[i]) > majorVersion(dirs[j]) })
+	for _, dir := range dirs {
+		if isServerBindir(dir) {
+			return dir, nil
+		}
+	}
+	return "", errors.New("no PostgreSQL server binaries (initdb, postgres) found with pg_config --bindir or in /usr/lib/postgresql/*/bin: run make deps, or set " + DSNVariable)
+}
+
+func isServerBindir(dir string) bool {
+	for _, name := range []string{"initdb", "postgres"} {
+		if info, err := os.Stat(filepath.Join(dir, name)); err != nil || info.IsDir() {
+			return false
+		}
+	}
+	return true
+}
+
+var versionInPath = regexp.MustCompile(`/postgresql/([0-9]+)`)
+
+func majorVersion(dir string) int {
+	m := versionInPath.FindStringSubmatch(dir)
+	if m == nil {
+		return 0
+	}
+	v, _ := strconv.Atoi(m[1])
+	return v
+}
+
+// postgresUser returns the credentials of the postgres OS user, which runs the server under root.
+func postgresUser() (*syscall.Credential, error) {
+	u, err := user.Lookup("postgres")
+	if err != nil {
+		return nil, fmt.Errorf("initdb refuses to run as root and there is no postgres OS user to run it as (%v): run make deps, or set %s", err, DSNVariable)
+	}
+	uid, err1 := strconv.ParseUint(u.Uid, 10, 32)
+	gid, err2 := strconv.ParseUint(u.Gid, 10, 32)
+	if err := errors.Join(err1, err2); err != nil {
+		return nil, fmt.Errorf("postgres OS user: %w", err)
+	}
+	return &syscall.Credential{Uid: uint32(uid), Gid: uint32(gid)}, nil
+}
+
+// socketTempDir is where clusters live: TMPDIR unless its path is too long for a unix socket.
+func socketTempDir() string {
+	if dir := os.TempDir(); len(dir) < 60 {
+		return dir
+	}
+	return "/tmp"
+}
+
+// removeStaleClusters removes the directories of earlier test runs whose server is gone (a test
+// binary that was killed before Close).
+func removeStaleClusters() {
+	dirs, _ := filepath.Glob(filepath.Join(socketTempDir(), "pgjobs-pgtest-*"))
+	for _, dir := range dirs {
+		info, err := os.Stat(dir)
+		if err != nil || time.Since(info.ModTime()) < 10*time.Minute {
+			continue
+		}
+		pidFile, err := os.ReadFile(filepath.Join(dir, "data", "postmaster.pid"))
+		if err == nil {
+			pid, _ := strconv.Atoi(strings.SplitN(string(pidFile), "\n", 2)[0])
+			if pid > 0 && syscall.Kill(pid, 0) == nil {
+				continue // still running
+			}
+		}
+		_ = os.RemoveAll(dir)
+	}
+}
+
+func freePort() (int, error) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return 0, fmt.Errorf("find a free port: %w", err)
+	}
+	defer l.Close()
+	return l.Addr().(*net.TCPAddr).Port, nil
+}
+
+var notNameChar = regexp.MustCompile(`[^a-z0-9]+`)
+
+// sanitize turns a test name into part of a database name.
+func sanitize(name string) string {
+	s := notNameChar.ReplaceAllString(strings.ToLower(name), "_")
+	if len(s) > 40 {
+		s = s[:40]
+	}
+	return strings.Trim(s, "_")
+}
+
+// quoteValue quotes a value of a keyword/value connection string.
+func quoteValue(v string) string {
+	if v != "" && !strings.ContainsAny(v, ` '\`) {
+		return v
+	}
+	return "'" + strings.NewReplacer(`\`, `\\`, `'`, `\'`).Replace(v) + "'"
+}
