@@ -1,0 +1,57 @@
+# pgjobs: run `make help` for the targets.
+
+GO          ?= go
+STATICCHECK := honnef.co/go/tools/cmd/staticcheck@v0.8.2
+FUZZTIME    ?= 20s
+
+VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
+COMMIT  ?= $(shell git rev-parse --short HEAD 2>/dev/null || echo none)
+DATE    ?= $(shell date -u +%Y-%m-%dT%H:%M:%SZ)
+LDFLAGS := -X main.version=$(VERSION) -X main.commit=$(COMMIT) -X main.date=$(DATE)
+COMMANDS := $(notdir $(wildcard cmd/*))
+
+.DEFAULT_GOAL := help
+.PHONY: help deps build test vet staticcheck bench fuzz clean
+
+help: ## list the targets
+	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-12s %s\n", $$1, $$2}'
+
+deps: ## install what a fresh Debian machine lacks: a PostgreSQL server, Go modules, staticcheck
+	@if ./scripts/pg-bindir >/dev/null; then \
+		echo "PostgreSQL server binaries: $$(./scripts/pg-bindir)"; \
+	else \
+		echo "no PostgreSQL server binaries: installing Debian's postgresql"; \
+		SUDO=; [ "$$(id -u)" -eq 0 ] || SUDO=sudo; \
+		$$SUDO apt-get update -q && DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -q --no-install-recommends postgresql; \
+		./scripts/pg-bindir; \
+	fi
+	$(GO) mod download
+	$(GO) run $(STATICCHECK) -version
+
+build: ## build bin/pgjobs and bin/pgjobsagent, stamped with version, commit and date
+	@mkdir -p bin
+	for cmd in $(COMMANDS); do $(GO) build -ldflags "$(LDFLAGS)" -o bin/$$cmd ./cmd/$$cmd || exit 1; done
+
+vet:
+	$(GO) vet ./...
+
+staticcheck:
+	$(GO) run $(STATICCHECK) ./...
+
+test: vet staticcheck ## go vet, staticcheck and go test -race ./... (tests start their own PostgreSQL)
+	$(GO) test -race ./...
+
+bench: ## run the benchmarks and print their figures
+	$(GO) test -run '^$$' -bench . -benchmem ./schedule | $(GO) run ./bench/ratio
+
+fuzz: ## run every fuzz target for FUZZTIME (default 20s)
+	@grep -rl --include='*_test.go' '^func Fuzz' . | while read -r file; do \
+		pkg=./$$(dirname "$$file"); \
+		for target in $$(sed -n 's/^func \(Fuzz[A-Za-z0-9_]*\)(.*/\1/p' "$$file"); do \
+			echo "== $$pkg $$target"; \
+			$(GO) test -run '^$$' -fuzz "^$$target$$" -fuzztime $(FUZZTIME) "$$pkg" || exit 1; \
+		done; \
+	done
+
+clean: ## remove build output
+	rm -rf bin
