@@ -142,6 +142,15 @@ func (c *Cluster) Close() error {
 // Own reports whether the cluster is ours (it can be stopped and restarted), not PGJOBS_TEST_DSN's.
 func (c *Cluster) Own() bool { return c.dir != "" }
 
+// Tool returns the path of a PostgreSQL client program such as pg_dump: the one beside the
+// server of our own cluster, else the name to find in PATH.
+func (c *Cluster) Tool(name string) string {
+	if c.bindir != "" {
+		return filepath.Join(c.bindir, name)
+	}
+	return name
+}
+
 // Host returns the host to connect to: the socket directory of our own cluster.
 func (c *Cluster) Host() string { return c.base.Host }
 
@@ -205,6 +214,45 @@ func (c *Cluster) NewDatabase(t testing.TB) string {
 		}
 	})
 	return name
+}
+
+// NewRole creates a login role with a name unique to this cluster, starting with prefix, and
+// drops it (and what it owns in database) when the test ends. Trust authentication lets it connect
+// without a password to our own cluster.
+func (c *Cluster) NewRole(t testing.TB, prefix, database string) string {
+	t.Helper()
+	name := fmt.Sprintf("%s_%d", prefix, c.databases.Add(1))
+	ctx := context.Background()
+	if err := c.admin(ctx, "CREATE ROLE "+pgx.Identifier{name}.Sanitize()+" LOGIN"); err != nil {
+		t.Fatalf("create role %s: %v", name, err)
+	}
+	t.Cleanup(func() {
+		conn, err := c.connect(ctx, database)
+		if err == nil {
+			_, _ = conn.Exec(ctx, "DROP OWNED BY "+pgx.Identifier{name}.Sanitize())
+			conn.Close(ctx)
+		}
+		if err := c.admin(ctx, "DROP ROLE IF EXISTS "+pgx.Identifier{name}.Sanitize()); err != nil {
+			t.Errorf("drop role %s: %v", name, err)
+		}
+	})
+	return name
+}
+
+// ConnectAs connects to database as role; the connection is closed when the test ends.
+func (c *Cluster) ConnectAs(t testing.TB, database, role string) *pgx.Conn {
+	t.Helper()
+	cfg, err := c.ConnConfig(database)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg.User = role
+	conn, err := pgx.ConnectConfig(context.Background(), cfg)
+	if err != nil {
+		t.Fatalf("connect to %s as %s: %v", database, role, err)
+	}
+	t.Cleanup(func() { conn.Close(context.Background()) })
+	return conn
 }
 
 // Restart stops the server and starts it again on the same port.

@@ -1,0 +1,155 @@
+package sqlschema_test
+
+import (
+	"context"
+	"errors"
+	"os/exec"
+	"strings"
+	"testing"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/pgjobs/pgjobs/sqlschema"
+)
+
+// enabledDatabase returns a new database with the pgjobs schema installed.
+func enabledDatabase(t *testing.T) string {
+	t.Helper()
+	db := cluster.NewDatabase(t)
+	if err := sqlschema.Install(context.Background(), cluster.Connect(t, db)); err != nil {
+		t.Fatalf("install: %v", err)
+	}
+	return db
+}
+
+func schemaDump(t *testing.T, db string) string {
+	t.Helper()
+	out, err := exec.Command(cluster.Tool("pg_dump"), "--schema-only", "--dbname", cluster.DSN(db)).Output()
+	if err != nil {
+		t.Fatalf("pg_dump: %v", err)
+	}
+	// pg_dump marks its output with a random \restrict key: leave those lines out.
+	var kept []string
+	for _, line := range strings.Split(string(out), "\n") {
+		if !strings.HasPrefix(line, `\restrict `) && !strings.HasPrefix(line, `\unrestrict `) {
+			kept = append(kept, line)
+		}
+	}
+	return strings.Join(kept, "\n")
+}
+
+func databaseSettings(t *testing.T, conn *pgx.Conn) string {
+	t.Helper()
+	var settings string
+	err := conn.QueryRow(context.Background(), `
+		SELECT coalesce(array_to_string(setconfig, ';'), '') FROM pg_db_role_setting
+		WHERE setdatabase = (SELECT oid FROM pg_database WHERE datname = current_database()) AND setrole = 0
+		UNION ALL SELECT '' LIMIT 1`).Scan(&settings)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return settings
+}
+
+func TestInstallUninstallLeavesTheDatabaseAsBefore(t *testing.T) {
+	t.Parallel()
+	for _, tt := range []struct {
+		name        string
+		before      string // a database-level search_path set before Install, or ""
+		wantEnabled string
+	}{
+		{"no search_path setting", "", `search_path="$user", public, pgjobs`},
+		{"own search_path setting", "app, public", "search_path=app, public, pgjobs"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			ctx := context.Background()
+			db := cluster.NewDatabase(t)
+			conn := cluster.Connect(t, db)
+			if tt.before != "" {
+				if _, err := conn.Exec(ctx, "ALTER DATABASE "+pgx.Identifier{db}.Sanitize()+" SET search_path TO "+tt.before); err != nil {
+					t.Fatal(err)
+				}
+			}
+			settingsBefore := databaseSettings(t, conn)
+			dumpBefore := schemaDump(t, db)
+
+			if err := sqlschema.Install(ctx, conn); err != nil {
+				t.Fatal(err)
+			}
+			if v, err := sqlschema.Installed(ctx, conn); err != nil || v != sqlschema.Latest() {
+				t.Fatalf("Installed = %d, %v; want %d", v, err, sqlschema.Latest())
+			}
+			if err := sqlschema.Check(ctx, conn); err != nil {
+				t.Fatal(err)
+			}
+			if got := databaseSettings(t, conn); got != tt.wantEnabled {
+				t.Fatalf("settings after install = %q, want %q", got, tt.wantEnabled)
+			}
+			if err := sqlschema.Install(ctx, conn); !errors.Is(err, sqlschema.ErrAlreadyEnabled) {
+				t.Fatalf("second install: %v, want ErrAlreadyEnabled", err)
+			}
+
+			if err := sqlschema.Uninstall(ctx, conn); err != nil {
+				t.Fatal(err)
+			}
+			if got := databaseSettings(t, conn); got != settingsBefore {
+				t.Errorf("settings after uninstall = %q, want %q", got, settingsBefore)
+			}
+			if got := schemaDump(t, db); got != dumpBefore {
+				t.Errorf("pg_dump --schema-only differs after uninstall:\n%s\n---- before:\n%s", got, dumpBefore)
+			}
+			if err := sqlschema.Uninstall(ctx, conn); !errors.Is(err, sqlschema.ErrNotEnabled) {
+				t.Fatalf("second uninstall: %v, want ErrNotEnabled", err)
+			}
+		})
+	}
+}
+
+func TestInstallOverAForeignSchemaChangesNothing(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	db := cluster.NewDatabase(t)
+	conn := cluster.Connect(t, db)
+	if _, err := conn.Exec(ctx, "CREATE SCHEMA pgjobs; CREATE TABLE pgjobs.mine (n int)"); err != nil {
+		t.Fatal(err)
+	}
+	before := schemaDump(t, db)
+	err := sqlschema.Install(ctx, conn)
+	if err == nil || !strings.Contains(err.Error(), `schema "pgjobs" already exists`) {
+		t.Fatalf("install over a foreign pgjobs schema: %v", err)
+	}
+	if after := schemaDump(t, db); after != before {
+		t.Fatal("a failed install changed the database")
+	}
+}
+
+func TestVersionCheckAndUpgrade(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	db := enabledDatabase(t)
+	conn := cluster.Connect(t, db)
+	if from, to, err := sqlschema.Upgrade(ctx, conn); err != nil || from != sqlschema.Latest() || to != from {
+		t.Fatalf("Upgrade of a current schema = %d, %d, %v", from, to, err)
+	}
+	setVersion := func(v int) {
+		if _, err := conn.Exec(ctx, "UPDATE pgjobs.pgj_version_ SET version = $1", v); err != nil {
+			t.Fatal(err)
+		}
+	}
+	setVersion(sqlschema.Latest() + 1)
+	var verr *sqlschema.VersionError
+	if err := sqlschema.Check(ctx, conn); !errors.As(err, &verr) || !strings.Contains(err.Error(), "install a newer pgjobs") {
+		t.Fatalf("Check of a newer schema: %v", err)
+	}
+	if _, _, err := sqlschema.Upgrade(ctx, conn); !errors.As(err, &verr) {
+		t.Fatalf("Upgrade of a newer schema: %v", err)
+	}
+	setVersion(sqlschema.Latest() - 1)
+	if err := sqlschema.Check(ctx, conn); !errors.As(err, &verr) || !strings.Contains(err.Error(), "pgjobs updatesystem") {
+		t.Fatalf("Check of an older schema: %v", err)
+	}
+	other := cluster.Connect(t, cluster.NewDatabase(t))
+	if err := sqlschema.Check(ctx, other); !errors.Is(err, sqlschema.ErrNotEnabled) {
+		t.Fatalf("Check without schema: %v", err)
+	}
+}

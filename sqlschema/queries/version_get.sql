@@ -1,0 +1,2 @@
+-- The installed pgjobs schema version.
+SELECT version FROM pgjobs.pgj_version_

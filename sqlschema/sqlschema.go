@@ -1,0 +1,221 @@
+// Package sqlschema installs, upgrades and removes the pgjobs SQL schema of a database.
+//
+// The schema is a series of versions, each one or more files sql/NNN_*.sql (NNN the version,
+// files of a version applied in name order), embedded in the binary. Install applies them all in
+// one transaction and records the version in pgjobs.pgj_version_; Upgrade applies the versions
+// an installed schema lacks; Uninstall removes the schema and gives the database back its
+// search_path setting.
+package sqlschema
+
+import (
+	"context"
+	"embed"
+	"errors"
+	"fmt"
+	"io/fs"
+	"path"
+	"sort"
+	"strconv"
+	"strings"
+
+	"github.com/jackc/pgx/v5"
+)
+
+//go:embed sql/*.sql queries/*.sql
+var files embed.FS
+
+// Schema is the name of the schema pgjobs installs.
+const Schema = "pgjobs"
+
+// ErrNotEnabled means the database has no pgjobs schema.
+var ErrNotEnabled = errors.New("pgjobs is not enabled in this database")
+
+// ErrAlreadyEnabled means the database already has a pgjobs schema.
+var ErrAlreadyEnabled = errors.New("pgjobs is already enabled in this database")
+
+// VersionError means the installed schema is of another version than this program understands.
+type VersionError struct {
+	Installed, Known int
+}
+
+func (e *VersionError) Error() string {
+	if e.Installed < e.Known {
+		return fmt.Sprintf("the pgjobs schema is version %d, older than version %d of this program: upgrade it with pgjobs updatesystem", e.Installed, e.Known)
+	}
+	return fmt.Sprintf("the pgjobs schema is version %d, newer than version %d of this program: install a newer pgjobs", e.Installed, e.Known)
+}
+
+// version is one schema version and its files in order.
+type version struct {
+	number int
+	files  []string
+}
+
+// versions returns the embedded schema versions in order.
+func versions() ([]version, error) {
+	names, err := fs.Glob(files, "sql/*.sql")
+	if err != nil {
+		return nil, err
+	}
+	sort.Strings(names)
+	var out []version
+	for _, name := range names {
+		prefix, _, ok := strings.Cut(path.Base(name), "_")
+		n, err := strconv.Atoi(prefix)
+		if !ok || err != nil || n < 1 {
+			return nil, fmt.Errorf("schema file %s: want a name NNN_what.sql", name)
+		}
+		if len(out) == 0 || out[len(out)-1].number != n {
+			if n != len(out)+1 {
+				return nil, fmt.Errorf("schema file %s: version %d follows version %d", name, n, len(out))
+			}
+			out = append(out, version{number: n})
+		}
+		out[len(out)-1].files = append(out[len(out)-1].files, name)
+	}
+	return out, nil
+}
+
+// Latest returns the newest schema version this program carries.
+func Latest() int {
+	vs, err := versions()
+	if err != nil || len(vs) == 0 {
+		panic(fmt.Sprintf("sqlschema: embedded schema files are broken: %v", err)) // a build defect, caught by the tests
+	}
+	return vs[len(vs)-1].number
+}
+
+// query returns the text of an embedded query file queries/NAME.sql.
+func query(name string) string {
+	data, err := files.ReadFile("queries/" + name + ".sql")
+	if err != nil {
+		panic(fmt.Sprintf("sqlschema: no query %s: %v", name, err)) // a build defect, caught by the tests
+	}
+	return string(data)
+}
+
+// Querier is what the functions here need of a connection or transaction.
+type Querier interface {
+	QueryRow(ctx context.Context, sql string, args ...any) pgx.Row
+}
+
+// Installed returns the installed schema version, and ErrNotEnabled when there is no pgjobs schema.
+func Installed(ctx context.Context, q Querier) (int, error) {
+	var exists bool
+	if err := q.QueryRow(ctx, query("schema_exists")).Scan(&exists); err != nil {
+		return 0, fmt.Errorf("look for the pgjobs schema: %w", err)
+	}
+	if !exists {
+		return 0, ErrNotEnabled
+	}
+	var v int
+	if err := q.QueryRow(ctx, query("version_get")).Scan(&v); err != nil {
+		return 0, fmt.Errorf("read the pgjobs schema version: %w", err)
+	}
+	return v, nil
+}
+
+// Check returns nil when the database has the schema version this program carries, and else
+// ErrNotEnabled or a *VersionError saying what to do.
+func Check(ctx context.Context, q Querier) error {
+	v, err := Installed(ctx, q)
+	if err != nil {
+		return err
+	}
+	if v != Latest() {
+		return &VersionError{Installed: v, Known: Latest()}
+	}
+	return nil
+}
+
+// Install creates the pgjobs schema, at the latest version, in one transaction, and adds it to
+// the database's search_path. It fails with ErrAlreadyEnabled, changing nothing, when the
+// database has a pgjobs schema.
+func Install(ctx context.Context, conn *pgx.Conn) error {
+	return pgx.BeginFunc(ctx, conn, func(tx pgx.Tx) error {
+		if _, err := Installed(ctx, tx); err == nil {
+			return ErrAlreadyEnabled
+		} else if !errors.Is(err, ErrNotEnabled) {
+			return err
+		}
+		vs, err := versions()
+		if err != nil {
+			return err
+		}
+		for _, v := range vs {
+			if err := apply(ctx, tx, v); err != nil {
+				return err
+			}
+		}
+		if _, err := tx.Exec(ctx, query("install_finish"), Latest()); err != nil {
+			return fmt.Errorf("record schema version %d: %w", Latest(), err)
+		}
+		return nil
+	})
+}
+
+// Upgrade brings an installed schema to the latest version in one transaction and returns the
+// versions before and after.
+func Upgrade(ctx context.Context, conn *pgx.Conn) (from, to int, err error) {
+	err = pgx.BeginFunc(ctx, conn, func(tx pgx.Tx) error {
+		if _, err := Installed(ctx, tx); err != nil {
+			return err
+		}
+		if _, err := tx.Exec(ctx, query("version_lock")); err != nil {
+			return fmt.Errorf("lock the schema version: %w", err)
+		}
+		if from, err = Installed(ctx, tx); err != nil { // again: another upgrade may have run meanwhile
+			return err
+		}
+		to = from
+		if from > Latest() {
+			return &VersionError{Installed: from, Known: Latest()}
+		}
+		vs, err := versions()
+		if err != nil {
+			return err
+		}
+		for _, v := range vs[from:] {
+			if err := apply(ctx, tx, v); err != nil {
+				return err
+			}
+			to = v.number
+		}
+		if to != from {
+			if _, err := tx.Exec(ctx, query("version_set"), to); err != nil {
+				return fmt.Errorf("record schema version %d: %w", to, err)
+			}
+		}
+		return nil
+	})
+	return from, to, err
+}
+
+// Uninstall drops the pgjobs schema with everything in it and gives the database back the
+// search_path setting it had before Install, in one transaction. It fails with ErrNotEnabled
+// when there is no schema.
+func Uninstall(ctx context.Context, conn *pgx.Conn) error {
+	return pgx.BeginFunc(ctx, conn, func(tx pgx.Tx) error {
+		if _, err := Installed(ctx, tx); err != nil {
+			return err
+		}
+		if _, err := tx.Exec(ctx, query("uninstall")); err != nil {
+			return fmt.Errorf("drop the pgjobs schema: %w", err)
+		}
+		return nil
+	})
+}
+
+// apply runs the files of one version.
+func apply(ctx context.Context, tx pgx.Tx, v version) error {
+	for _, name := range v.files {
+		text, err := files.ReadFile(name)
+		if err != nil {
+			return err
+		}
+		if _, err := tx.Exec(ctx, string(text)); err != nil {
+			return fmt.Errorf("apply %s (schema version %d): %w", name, v.number, err)
+		}
+	}
+	return nil
+}
