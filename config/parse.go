@@ -1,0 +1,307 @@
+package config
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"strconv"
+	"strings"
+	"unicode"
+)
+
+// lineKind says what a line of the file sets.
+type lineKind int
+
+const (
+	kindNone     lineKind = iota // a blank line or a comment
+	kindSystem                   // system=VERSION
+	kindMaster                   // master=LOGLEVEL
+	kindDatabase                 // ID=host|port|database|loglevel|user|notification[|recipient]
+)
+
+// line is one line of the file, with what it sets.
+type line struct {
+	text       string // the line without its '\n'
+	start, end int    // the setting's bytes in text; what precedes and follows is blanks and the comment
+	kind       lineKind
+	system     string   // for kindSystem
+	master     LogLevel // for kindMaster
+	db         Database // for kindDatabase
+}
+
+// Load reads and parses the file at path (see Parse). The error for a missing file wraps fs.ErrNotExist.
+func Load(path string) (*File, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("read configuration: %w", err)
+	}
+	return Parse(path, data)
+}
+
+// Parse parses the contents of a pgjobs.conf file; path is used only in error messages. The file has one
+// setting per line:
+//
+//	system=VERSION     the installed version: numbers separated by dots, e.g. 0.00
+//	master=LOGLEVEL    the master agent's log level, 0..5
+//	ID=host|port|database|loglevel|user|notification[|recipient]
+//
+// ID is the database's number, 1..MaxID without leading zeros; host, port and user may be the word
+// default; a row without a recipient has None. '#' starts a comment that runs to the end of the line.
+// Blank lines are ignored, and so are blanks before and after a setting, but a blank next to '=' or '|'
+// or inside a value is an error. No two rows may have the same id, nor the same resolved host, port and
+// database name (default is the same as localhost and 5432). system and master may each appear once; a
+// file without them has System "" and Master 0.
+//
+// Parse reports the first error only, as a one-line *ParseError "PATH:LINE: problem".
+func Parse(path string, data []byte) (*File, error) {
+	f := &File{path: path}
+	lines := strings.Split(string(data), "\n")
+	if lines[len(lines)-1] == "" {
+		lines = lines[:len(lines)-1]
+	} else {
+		f.noEOL = true
+	}
+	f.lines = make([]line, 0, len(lines))
+	var systemLine, masterLine int
+	ids := make(map[int]int) // id -> line number
+	type row struct {
+		db   Database
+		line int
+	}
+	targets := make(map[targetKey]row)
+	for i, text := range lines {
+		n := i + 1
+		l, err := parseLine(text)
+		if err != nil {
+			return nil, &ParseError{Path: path, Line: n, Err: err}
+		}
+		switch l.kind {
+		case kindSystem:
+			if systemLine != 0 {
+				return nil, &ParseError{Path: path, Line: n, Err: fmt.Errorf("duplicate system setting (first on line %d)", systemLine)}
+			}
+			systemLine = n
+		case kindMaster:
+			if masterLine != 0 {
+				return nil, &ParseError{Path: path, Line: n, Err: fmt.Errorf("duplicate master setting (first on line %d)", masterLine)}
+			}
+			masterLine = n
+		case kindDatabase:
+			if first, ok := ids[l.db.ID]; ok {
+				return nil, &ParseError{Path: path, Line: n, Err: fmt.Errorf("duplicate id %d (first on line %d)", l.db.ID, first)}
+			}
+			ids[l.db.ID] = n
+			k := l.db.key()
+			if other, ok := targets[k]; ok {
+				return nil, &ParseError{Path: path, Line: n, Err: fmt.Errorf("database %w", errTarget(other.db, other.line))}
+			}
+			targets[k] = row{l.db, n}
+		}
+		f.lines = append(f.lines, l)
+	}
+	return f, nil
+}
+
+// errTarget is the error for a second row with the target of d, which is on line n.
+func errTarget(d Database, n int) error {
+	return fmt.Errorf("%s is %w as id %d (line %d)", d.Target(), ErrExists, d.ID, n)
+}
+
+// parseLine parses one line, without its '\n'.
+func parseLine(text string) (line, error) {
+	l := line{text: text}
+	body := text
+	if i := strings.IndexByte(text, '#'); i >= 0 {
+		body = text[:i]
+	}
+	l.start = len(body) - len(strings.TrimLeft(body, blanks))
+	l.end = len(strings.TrimRight(body, blanks))
+	if l.start >= l.end {
+		l.start, l.end = 0, 0
+		return l, nil
+	}
+	s := text[l.start:l.end]
+	eq := strings.IndexByte(s, '=')
+	if eq < 0 {
+		return l, fmt.Errorf("missing \"=\" in %q (expected NAME=VALUE)", s)
+	}
+	if eq > 0 && isBlank(s[eq-1]) {
+		return l, errors.New(`blank before "="`)
+	}
+	if eq+1 < len(s) && isBlank(s[eq+1]) {
+		return l, errors.New(`blank after "="`)
+	}
+	name, value := s[:eq], s[eq+1:]
+	switch {
+	case name == "system":
+		if err := checkVersion(value); err != nil {
+			return l, err
+		}
+		l.kind, l.system = kindSystem, value
+	case name == "master":
+		level, err := parseLevel("master loglevel", value)
+		if err != nil {
+			return l, err
+		}
+		l.kind, l.master = kindMaster, level
+	case name != "" && strings.Trim(name, digits) == "":
+		db, err := parseRow(name, value)
+		if err != nil {
+			return l, err
+		}
+		l.kind, l.db = kindDatabase, db
+	default:
+		return l, fmt.Errorf("unknown setting %q (expected system, master or a numeric database id)", name)
+	}
+	return l, nil
+}
+
+// rowFields names the fields of a database row, for the error about their number.
+const rowFields = "host|port|database|loglevel|user|notification[|recipient]"
+
+// parseRow parses the row of database id (a string of digits): host|port|...
+func parseRow(id, value string) (Database, error) {
+	var d Database
+	n, err := parseNumber("id", id, 1, MaxID)
+	if err != nil {
+		return d, err
+	}
+	d.ID = n
+	for i := 0; i < len(value); i++ {
+		if value[i] != '|' {
+			continue
+		}
+		if i > 0 && isBlank(value[i-1]) {
+			return d, errors.New(`blank before "|"`)
+		}
+		if i+1 < len(value) && isBlank(value[i+1]) {
+			return d, errors.New(`blank after "|"`)
+		}
+	}
+	fields := strings.Split(value, "|")
+	if len(fields) != 6 && len(fields) != 7 {
+		return d, fmt.Errorf("database row has %d fields, want 6 or 7 (%s)", len(fields), rowFields)
+	}
+	if len(fields) == 6 {
+		fields = append(fields, None)
+	}
+	d.Host, d.Port, d.Name, d.User, d.Notification, d.Recipient = fields[0], fields[1], fields[2], fields[4], fields[5], fields[6]
+	if err := checkHost(d.Host); err != nil {
+		return d, err
+	}
+	if err := checkPort(d.Port); err != nil {
+		return d, err
+	}
+	if err := checkValue("database", d.Name); err != nil {
+		return d, err
+	}
+	if d.LogLevel, err = parseLevel("loglevel", fields[3]); err != nil {
+		return d, err
+	}
+	for _, f := range []struct{ name, value string }{
+		{"user", d.User}, {"notification", d.Notification}, {"recipient", d.Recipient},
+	} {
+		if err := checkValue(f.name, f.value); err != nil {
+			return d, err
+		}
+	}
+	return d, nil
+}
+
+const (
+	blanks = " \t\r\v\f"
+	digits = "0123456789"
+)
+
+// isBlank reports whether b is one of blanks.
+func isBlank(b byte) bool { return strings.IndexByte(blanks, b) >= 0 }
+
+// checkValue checks what every value must be: not empty, without a blank, a control character, '|', '='
+// or '#'. field names the value in the error.
+func checkValue(field, s string) error {
+	if s == "" {
+		return fmt.Errorf("%s is empty", field)
+	}
+	for _, r := range s {
+		switch {
+		case r == '\n':
+			return fmt.Errorf("%s %q contains a newline", field, s)
+		case unicode.IsSpace(r):
+			return fmt.Errorf("%s %q contains a blank", field, s)
+		case unicode.IsControl(r):
+			return fmt.Errorf("%s %q contains a control character", field, s)
+		case r == '|' || r == '=' || r == '#':
+			return fmt.Errorf("%s %q contains %q", field, s, string(r))
+		}
+	}
+	return nil
+}
+
+// checkVersion checks a system version: numbers separated by dots.
+func checkVersion(s string) error {
+	const field = "system version"
+	if err := checkValue(field, s); err != nil {
+		return err
+	}
+	for part := range strings.SplitSeq(s, ".") {
+		if part == "" || strings.Trim(part, digits) != "" {
+			return fmt.Errorf("%s %q is not numbers separated by dots (e.g. 0.00)", field, s)
+		}
+	}
+	return nil
+}
+
+// checkHost checks a host field: a name, an address, a socket directory, a comma-separated list of those,
+// or default.
+func checkHost(s string) error {
+	if err := checkValue("host", s); err != nil {
+		return err
+	}
+	if strings.Contains(s, ",") {
+		for h := range strings.SplitSeq(s, ",") {
+			if h == "" {
+				return fmt.Errorf("host %q has an empty entry in its list", s)
+			}
+		}
+	}
+	return nil
+}
+
+// checkPort checks a port field: 1..65535 or default.
+func checkPort(s string) error {
+	if err := checkValue("port", s); err != nil || s == Default {
+		return err
+	}
+	if strings.Trim(s, digits) != "" {
+		return fmt.Errorf("port %q is neither a number nor %s", s, Default)
+	}
+	_, err := parseNumber("port", s, 1, 65535)
+	return err
+}
+
+// parseLevel parses a log level; field names it in the error.
+func parseLevel(field, s string) (LogLevel, error) {
+	if err := checkValue(field, s); err != nil {
+		return 0, err
+	}
+	n, err := parseNumber(field, s, 0, int(MaxLogLevel))
+	return LogLevel(n), err
+}
+
+// parseNumber parses a decimal number min..max written without sign or leading zeros; field names it in
+// the error.
+func parseNumber(field, s string, low, high int) (int, error) {
+	switch {
+	case s == "":
+		return 0, fmt.Errorf("%s is empty", field)
+	case strings.Trim(s, digits) != "":
+		return 0, fmt.Errorf("%s %q is not a number", field, s)
+	case len(s) > 1 && s[0] == '0':
+		return 0, fmt.Errorf("%s %q has a leading zero", field, s)
+	}
+	n, err := strconv.Atoi(s)
+	if err != nil || n < low || n > high {
+		return 0, fmt.Errorf("%s %q is out of range %d..%d", field, s, low, high)
+	}
+	return n, nil
+}
