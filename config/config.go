@@ -130,6 +130,31 @@ func (d Database) Target() string {
 	return d.ResolvedHost() + ":" + strconv.Itoa(d.ResolvedPort()) + "/" + d.Name
 }
 
+// DSN returns a libpq keyword/value connection string for the row: host, port, dbname and user,
+// and target_session_attrs=read-write for a host list, so that a failover is followed to the new
+// primary. The password is never part of it: libpq conventions find it (PGPASSWORD, ~/.pgpass).
+func (d Database) DSN() string {
+	parts := []string{
+		"host=" + dsnValue(d.ResolvedHost()),
+		"port=" + strconv.Itoa(d.ResolvedPort()),
+		"dbname=" + dsnValue(d.Name),
+		"user=" + dsnValue(d.ResolvedUser()),
+		"connect_timeout=10",
+	}
+	if strings.Contains(d.ResolvedHost(), ",") {
+		parts = append(parts, "target_session_attrs=read-write")
+	}
+	return strings.Join(parts, " ")
+}
+
+// dsnValue quotes a value of a keyword/value connection string when it needs it.
+func dsnValue(v string) string {
+	if v != "" && !strings.ContainsAny(v, ` '\`) {
+		return v
+	}
+	return "'" + strings.NewReplacer(`\`, `\\`, `'`, `\'`).Replace(v) + "'"
+}
+
 // targetKey identifies a database by its resolved host, port and name, as Target does in text.
 type targetKey struct {
 	host string

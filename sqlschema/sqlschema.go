@@ -99,6 +99,13 @@ type Querier interface {
 	QueryRow(ctx context.Context, sql string, args ...any) pgx.Row
 }
 
+// Beginner is a connection or a transaction: Install, Upgrade and Uninstall run in a
+// transaction of their own, or in a savepoint of the caller's transaction, which can then roll
+// them back together with its other work.
+type Beginner interface {
+	Begin(ctx context.Context) (pgx.Tx, error)
+}
+
 // Installed returns the installed schema version, and ErrNotEnabled when there is no pgjobs schema.
 func Installed(ctx context.Context, q Querier) (int, error) {
 	var exists bool
@@ -131,8 +138,8 @@ func Check(ctx context.Context, q Querier) error {
 // Install creates the pgjobs schema, at the latest version, in one transaction, and adds it to
 // the database's search_path. It fails with ErrAlreadyEnabled, changing nothing, when the
 // database has a pgjobs schema.
-func Install(ctx context.Context, conn *pgx.Conn) error {
-	return pgx.BeginFunc(ctx, conn, func(tx pgx.Tx) error {
+func Install(ctx context.Context, db Beginner) error {
+	return pgx.BeginFunc(ctx, db, func(tx pgx.Tx) error {
 		if _, err := Installed(ctx, tx); err == nil {
 			return ErrAlreadyEnabled
 		} else if !errors.Is(err, ErrNotEnabled) {
@@ -156,8 +163,8 @@ func Install(ctx context.Context, conn *pgx.Conn) error {
 
 // Upgrade brings an installed schema to the latest version in one transaction and returns the
 // versions before and after.
-func Upgrade(ctx context.Context, conn *pgx.Conn) (from, to int, err error) {
-	err = pgx.BeginFunc(ctx, conn, func(tx pgx.Tx) error {
+func Upgrade(ctx context.Context, db Beginner) (from, to int, err error) {
+	err = pgx.BeginFunc(ctx, db, func(tx pgx.Tx) error {
 		if _, err := Installed(ctx, tx); err != nil {
 			return err
 		}
@@ -194,8 +201,8 @@ func Upgrade(ctx context.Context, conn *pgx.Conn) (from, to int, err error) {
 // Uninstall drops the pgjobs schema with everything in it and gives the database back the
 // search_path setting it had before Install, in one transaction. It fails with ErrNotEnabled
 // when there is no schema.
-func Uninstall(ctx context.Context, conn *pgx.Conn) error {
-	return pgx.BeginFunc(ctx, conn, func(tx pgx.Tx) error {
+func Uninstall(ctx context.Context, db Beginner) error {
+	return pgx.BeginFunc(ctx, db, func(tx pgx.Tx) error {
 		if _, err := Installed(ctx, tx); err != nil {
 			return err
 		}

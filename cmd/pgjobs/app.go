@@ -49,9 +49,8 @@ func newApp(stdout, stderr io.Writer) *cli.App {
 		HideHelpCommand: true,
 		OnUsageError:    onUsageError,
 		ExitErrHandler:  func(*cli.Context, error) {}, // run maps errors to exit codes, never os.Exit here
-		Commands: []*cli.Command{
-			nextCommand(),
-		},
+		Flags:           []cli.Flag{configFlag()},
+		Commands:        append(adminCommands(), jobsCommand(), nextCommand()),
 		Action: func(c *cli.Context) error {
 			if c.NArg() > 0 {
 				return usagef("unknown command %q; see pgjobs --help", c.Args().First())

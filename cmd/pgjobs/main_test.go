@@ -7,10 +7,16 @@ import (
 	"os/exec"
 	"path/filepath"
 	"testing"
+
+	"github.com/pgjobs/pgjobs/internal/pgtest"
 )
 
-// binary is the pgjobs program built for this test run.
-var binary string
+var (
+	// binary is the pgjobs program built for this test run.
+	binary string
+	// cluster is the PostgreSQL server the admin commands are tested on.
+	cluster *pgtest.Cluster
+)
 
 func TestMain(m *testing.M) {
 	useLongHelpAndVersionFlags()
@@ -29,7 +35,7 @@ func buildAndRun(m *testing.M) int {
 		fmt.Fprintf(os.Stderr, "build pgjobs: %v\n%s", err, out)
 		return 1
 	}
-	return m.Run()
+	return pgtest.Main(m, &cluster)
 }
 
 // result is what one run of pgjobs printed and returned.

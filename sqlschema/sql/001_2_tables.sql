@@ -49,8 +49,10 @@ CREATE TABLE pgjobs.pgj_run_ (
     runstatus    text NOT NULL CHECK (runstatus IN ('running', 'ok', 'error', 'skipped', 'missed', 'cancelled', 'abandoned')),
     runsqlstate  text,
     runmessage   text,
-    runagent     text                  -- which agent ran it (host and pid)
+    runagent     text,                 -- which agent ran it: host, process id and agent id
+    runsession   int                   -- the backend pid of that agent's leader session: while it lives, the run is the agent's
 );
+CREATE INDEX ON pgjobs.pgj_run_ (runstatus) WHERE runstatus = 'running';
 CREATE INDEX ON pgjobs.pgj_run_ (runjobid, runstarted);
 CREATE INDEX ON pgjobs.pgj_run_ (runfinished);
 

@@ -1,0 +1,67 @@
+// Package agent runs pgjobs jobs: a master agent with one database agent per enabled database,
+// each sleeping until its nearest job fires.
+package agent
+
+import (
+	"fmt"
+	"log/slog"
+	"time"
+)
+
+// Database is one database the agent serves, as the configuration names it.
+type Database struct {
+	// ID identifies the database agent: its log folder and application_name.
+	ID int
+	// DSN is a libpq keyword/value connection string for the agent's own sessions: host, port,
+	// dbname and user (passwords come from PGPASSWORD, ~/.pgpass or a service file).
+	DSN string
+	// LogLevel is the database agent's log level, 0..5.
+	LogLevel int
+}
+
+// Options are the settings shared by all database agents.
+type Options struct {
+	// Clock tells the time; nil means the system clock.
+	Clock Clock
+	// Location is the zone schedules are read in; nil means time.Local.
+	Location *time.Location
+	// Start is the agent's start, the anchor of interval schedules; zero means Clock.Now() at Start.
+	Start time.Time
+	// Name identifies this agent process in the run history, such as "host pid 1234".
+	Name string
+	// MaxRuns is how many runs of one database may go on at once; 0 means 32.
+	MaxRuns int
+	// RetryMin and RetryMax bound the pause between attempts to reach an unreachable database:
+	// it doubles from RetryMin to RetryMax in each outage. 0 means 1 s and 1 min.
+	RetryMin, RetryMax time.Duration
+	// Logger returns the logger of a database agent (by id and log level); nil discards logs.
+	Logger func(id, level int) *slog.Logger
+}
+
+func (o Options) withDefaults() Options {
+	if o.Clock == nil {
+		o.Clock = RealClock{}
+	}
+	if o.Location == nil {
+		o.Location = time.Local
+	}
+	if o.Start.IsZero() {
+		o.Start = o.Clock.Now()
+	}
+	if o.MaxRuns <= 0 {
+		o.MaxRuns = 32
+	}
+	if o.RetryMin <= 0 {
+		o.RetryMin = time.Second
+	}
+	if o.RetryMax <= 0 {
+		o.RetryMax = time.Minute
+	}
+	if o.Logger == nil {
+		o.Logger = func(int, int) *slog.Logger { return slog.New(slog.DiscardHandler) }
+	}
+	return o
+}
+
+// applicationName is the application_name of a database agent's sessions.
+func applicationName(id int) string { return fmt.Sprintf("pgjobsagent %d", id) }

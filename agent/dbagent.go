@@ -1,0 +1,474 @@
+package agent
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sync"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/pgjobs/pgjobs/agent/agentlog"
+	"github.com/pgjobs/pgjobs/sqlschema"
+)
+
+// The states a database agent logs its events in.
+const (
+	statusStarting     = "starting"
+	statusWaiting      = "waiting" // another agent is the active one
+	statusSleeping     = "sleeping"
+	statusFiring       = "firing"
+	statusReconnecting = "reconnecting"
+	statusStopping     = "stopping"
+)
+
+// dbAgent serves one database: it holds the leader lock, plans the jobs and fires them.
+type dbAgent struct {
+	db  Database
+	opt Options
+	log *slog.Logger
+
+	runCtx context.Context // runs are cancelled when it ends
+	runs   sync.WaitGroup  // runs in flight
+	slots  chan struct{}   // one per run in flight, MaxRuns at most
+
+	runningMu sync.Mutex
+	running   map[int]bool // jobs with a scheduled run in flight
+
+	poolsMu sync.Mutex
+	records *pgxpool.Pool            // the agent's own sessions: run history and planning
+	pools   map[string]*pgxpool.Pool // sessions of each job owner
+
+	pendingMu sync.Mutex
+	pending   []pendingFinish // run ends not yet recorded: the database was unreachable
+
+	startupDone bool // startup jobs ran in this agent's life
+	session     int  // backend pid of the leader session
+}
+
+type pendingFinish struct {
+	runID  int64
+	result sqlschema.RunResult
+}
+
+func newDBAgent(db Database, opt Options, runCtx context.Context) *dbAgent {
+	return &dbAgent{
+		db:     db,
+		opt:    opt,
+		log:    opt.Logger(db.ID, db.LogLevel),
+		runCtx: runCtx,
+		slots:   make(chan struct{}, opt.MaxRuns),
+		running: map[int]bool{},
+		pools:   map[string]*pgxpool.Pool{},
+	}
+}
+
+func (a *dbAgent) logf(level slog.Level, status, format string, args ...any) {
+	a.log.Log(context.Background(), level, fmt.Sprintf(format, args...), "status", status)
+}
+
+// run serves the database until ctx ends: a session at a time, reconnecting with capped
+// exponential backoff, a fresh one per outage. Runs in flight go on until runCtx ends; run waits
+// for them before it returns.
+func (a *dbAgent) run(ctx context.Context) {
+	defer a.closePools()
+	defer a.runs.Wait()
+	a.logf(agentlog.LevelEssential, statusStarting, "database agent %d starting", a.db.ID)
+	retry := a.opt.RetryMin
+	var outageSince time.Time
+	for ctx.Err() == nil {
+		connected := false
+		err := a.serve(ctx, func() {
+			connected = true
+			if !outageSince.IsZero() {
+				a.logf(agentlog.LevelEssential, statusStarting, "database reachable again after %s", a.opt.Clock.Now().Sub(outageSince).Round(time.Second))
+				outageSince = time.Time{}
+			}
+			retry = a.opt.RetryMin
+		})
+		if ctx.Err() != nil {
+			break
+		}
+		if connected || outageSince.IsZero() {
+			if outageSince.IsZero() {
+				outageSince = a.opt.Clock.Now()
+			}
+			retry = a.opt.RetryMin
+			a.logf(agentlog.LevelError, statusReconnecting, "database lost: %v; retrying with backoff up to %s", err, a.opt.RetryMax)
+		} else {
+			a.logf(agentlog.LevelDebug, statusReconnecting, "still unreachable: %v; next try in %s", err, retry)
+		}
+		timer := a.opt.Clock.NewTimer(retry)
+		select {
+		case <-ctx.Done():
+			timer.Stop()
+		case <-timer.C():
+		}
+		retry = min(retry*2, a.opt.RetryMax)
+	}
+	a.logf(agentlog.LevelEssential, statusStopping, "database agent %d stopping; waiting for %d runs", a.db.ID, len(a.slots))
+}
+
+// serve runs one leader session: connect, take the leader lock, then plan and fire until the
+// session fails or ctx ends. onConnected is called once the agent is the active one.
+func (a *dbAgent) serve(ctx context.Context, onConnected func()) error {
+	cfg, err := a.connConfig("")
+	if err != nil {
+		return err
+	}
+	conn, err := pgx.ConnectConfig(ctx, cfg)
+	if err != nil {
+		return fmt.Errorf("connect: %w", err)
+	}
+	defer conn.Close(context.Background())
+	session, inRecovery, err := sqlschema.LeaderSession(ctx, conn)
+	if err != nil {
+		return err
+	}
+	if inRecovery {
+		return errors.New("the server is a standby in recovery; the agent needs the primary (list both hosts: host1,host2)")
+	}
+	if err := sqlschema.Check(ctx, conn); err != nil {
+		return err
+	}
+	got, err := sqlschema.LeaderTry(ctx, conn)
+	if err != nil {
+		return err
+	}
+	if !got {
+		a.logf(agentlog.LevelEssential, statusWaiting, "another agent is active on this database; standing by to take over")
+		if err := sqlschema.LeaderWait(ctx, conn); err != nil {
+			return err
+		}
+		a.logf(agentlog.LevelEssential, statusStarting, "taking over as the active agent")
+	}
+	if _, err := conn.Exec(ctx, "LISTEN pgjobs"); err != nil {
+		return fmt.Errorf("listen for changes: %w", err)
+	}
+	a.session = session
+	records, err := a.recordsPool()
+	if err != nil {
+		return err
+	}
+	a.flushPending(ctx, records)
+	if names, err := sqlschema.RunAbandon(ctx, records); err != nil {
+		return err
+	} else if len(names) > 0 {
+		a.logf(agentlog.LevelEssential, statusStarting, "marked %d runs abandoned by a stopped agent: %v", len(names), names)
+	}
+	onConnected()
+	a.logf(agentlog.LevelEssential, statusStarting, "active on %s as session %d", cfg.Database, session)
+
+	listenCtx, stopListening := context.WithCancel(ctx)
+	defer stopListening()
+	changes := make(chan struct{}, 1)
+	lost := make(chan error, 1)
+	go func() {
+		for {
+			if _, err := conn.WaitForNotification(listenCtx); err != nil {
+				lost <- err
+				return
+			}
+			select {
+			case changes <- struct{}{}:
+			default: // a reload is already due
+			}
+		}
+	}()
+	err = a.loop(ctx, records, changes, lost)
+	stopListening()
+	if errors.Is(err, context.Canceled) && ctx.Err() != nil {
+		return nil
+	}
+	return err
+}
+
+// loop plans and fires until the leader session is lost or ctx ends.
+func (a *dbAgent) loop(ctx context.Context, records *pgxpool.Pool, changes <-chan struct{}, lost <-chan error) error {
+	p := newPlanner(a.opt)
+	stored, err := sqlschema.JobLoad(ctx, records)
+	if err != nil {
+		return err
+	}
+	now := a.opt.Clock.Now()
+	p.load(stored, now, a.log)
+	a.recordMissed(ctx, records, p.missed(now))
+	if !a.startupDone {
+		a.startupDone = true
+		for _, j := range p.startupJobs() {
+			a.fire(j, nil)
+		}
+	}
+	for {
+		now = a.opt.Clock.Now()
+		for _, due := range p.due(now) {
+			at := due.at
+			a.fire(due.job, &at)
+		}
+		if changed := p.changedPlans(); len(changed.ids) > 0 {
+			if err := sqlschema.JobPlan(ctx, records, changed.ids, changed.next); err != nil {
+				return err
+			}
+		}
+		var wake <-chan time.Time
+		var timer Timer
+		if next, ok := p.earliest(); ok {
+			timer = a.opt.Clock.NewTimer(next.Sub(a.opt.Clock.Now()))
+			wake = timer.C()
+			a.logf(agentlog.LevelDebug, statusSleeping, "sleeping until %s", next.Format(time.RFC3339))
+		} else {
+			a.logf(agentlog.LevelDebug, statusSleeping, "no job to fire; sleeping until a change")
+		}
+		select {
+		case <-ctx.Done():
+			stopTimer(timer)
+			return ctx.Err()
+		case err := <-lost:
+			stopTimer(timer)
+			return fmt.Errorf("the database session ended: %w", err)
+		case <-changes:
+			stopTimer(timer)
+			stored, err := sqlschema.JobLoad(ctx, records)
+			if err != nil {
+				return err
+			}
+			p.load(stored, a.opt.Clock.Now(), a.log)
+			a.logf(agentlog.LevelInfo, statusSleeping, "jobs reloaded after a change: %d jobs", len(stored))
+		case <-wake:
+		}
+	}
+}
+
+func stopTimer(t Timer) {
+	if t != nil {
+		t.Stop()
+	}
+}
+
+// fire starts a run of a job; scheduled is nil for a startup run. A fire while the job's
+// previous run goes on is recorded as skipped.
+func (a *dbAgent) fire(j *job, scheduled *time.Time) {
+	a.runningMu.Lock()
+	busy := a.running[j.id]
+	a.running[j.id] = true
+	a.runningMu.Unlock()
+	if busy {
+		a.runs.Add(1)
+		go func() {
+			defer a.runs.Done()
+			a.recordSkipped(j, *scheduled)
+		}()
+		return
+	}
+	a.runs.Add(1)
+	go func() {
+		defer a.runs.Done()
+		defer func() {
+			a.runningMu.Lock()
+			delete(a.running, j.id)
+			a.runningMu.Unlock()
+		}()
+		a.slots <- struct{}{}
+		defer func() { <-a.slots }()
+		a.execute(j, scheduled)
+	}()
+}
+
+// execute runs a job on a session of its owner and records the run.
+func (a *dbAgent) execute(j *job, scheduled *time.Time) {
+	ctx := a.runCtx
+	records, err := a.recordsPool()
+	if err != nil {
+		a.logf(agentlog.LevelError, statusFiring, "job %s not run: %v", j.name, err)
+		return
+	}
+	runID, err := sqlschema.RunStart(ctx, records, j.id, j.name, j.owner, scheduled, a.opt.Name, a.session)
+	if err != nil {
+		a.logf(agentlog.LevelError, statusFiring, "job %s not run: %v", j.name, err)
+		return
+	}
+	a.logf(agentlog.LevelInfo, statusFiring, "job %s started: SELECT %s as %s", j.name, j.call, j.owner)
+	result := a.runCall(ctx, j)
+	switch result.Status {
+	case "ok":
+		a.logf(agentlog.LevelInfo, statusFiring, "job %s done", j.name)
+	default:
+		a.logf(agentlog.LevelEssential, statusFiring, "job %s %s: %s", j.name, map[string]string{"error": "failed", "cancelled": "cancelled"}[result.Status], result.Message)
+	}
+	// Record the end even when the agent is stopping: a fresh context, bounded.
+	recordCtx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if err := sqlschema.RunFinish(recordCtx, records, runID, result); err != nil {
+		a.logf(agentlog.LevelError, statusFiring, "job %s: %v; recording it when the database is back", j.name, err)
+		a.pendingMu.Lock()
+		a.pending = append(a.pending, pendingFinish{runID, result})
+		a.pendingMu.Unlock()
+	}
+}
+
+// runCall runs SELECT <call> in a transaction of its own on a session of the job's owner.
+func (a *dbAgent) runCall(ctx context.Context, j *job) sqlschema.RunResult {
+	pool, err := a.ownerPool(j.owner)
+	if err == nil {
+		err = pgx.BeginFunc(ctx, pool, func(tx pgx.Tx) error {
+			_, err := tx.Exec(ctx, "SELECT "+j.call, pgx.QueryExecModeSimpleProtocol)
+			return err
+		})
+	}
+	result := sqlschema.RunResult{Finished: a.opt.Clock.Now(), Status: "ok"}
+	if err == nil {
+		return result
+	}
+	result.Status = "error"
+	result.Message = err.Error()
+	var pgErr *pgconn.PgError
+	var connectErr *pgconn.ConnectError
+	switch {
+	case a.runCtx.Err() != nil:
+		result.Status, result.Message = "cancelled", "cancelled: the agent stopped before the run finished"
+		if errors.As(err, &pgErr) {
+			result.SQLState = pgErr.Code
+		}
+	case errors.As(err, &pgErr) && !errors.As(err, &connectErr):
+		result.SQLState, result.Message = pgErr.Code, pgErr.Message
+		if pgErr.Detail != "" {
+			result.Message += " (" + pgErr.Detail + ")"
+		}
+	case errors.As(err, &connectErr):
+		if errors.As(err, &pgErr) {
+			result.SQLState = pgErr.Code
+		}
+		result.Message = fmt.Sprintf("cannot connect as role %s to run the job: %v; let the agent's OS user authenticate as %s: a pg_hba.conf rule for it, or a ~/.pgpass line for it", j.owner, err, j.owner)
+	}
+	return result
+}
+
+// recordSkipped records a fire skipped because the job's previous run was still going.
+func (a *dbAgent) recordSkipped(j *job, at time.Time) {
+	a.logf(agentlog.LevelInfo, statusFiring, "job %s is still running: fire of %s skipped", j.name, at.Format(time.RFC3339))
+	records, err := a.recordsPool()
+	if err != nil {
+		a.logf(agentlog.LevelError, statusFiring, "%v", err)
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if err := sqlschema.RunRecord(ctx, records, j.id, j.name, j.owner, at, "skipped", "the previous run was still going", a.opt.Name); err != nil {
+		a.logf(agentlog.LevelError, statusFiring, "%v", err)
+	}
+}
+
+// recordMissed records, once per job and outage, the fires that passed while no agent ran.
+func (a *dbAgent) recordMissed(ctx context.Context, records *pgxpool.Pool, missed []missedFires) {
+	for _, m := range missed {
+		msg := fmt.Sprintf("%d fires from %s to %s were missed: no agent was active on the database", m.count, m.first.Format(time.RFC3339), m.last.Format(time.RFC3339))
+		if m.count == 1 {
+			msg = fmt.Sprintf("the fire of %s was missed: no agent was active on the database", m.first.Format(time.RFC3339))
+		}
+		a.logf(agentlog.LevelEssential, statusStarting, "job %s: %s", m.job.name, msg)
+		if err := sqlschema.RunRecord(ctx, records, m.job.id, m.job.name, m.job.owner, m.first, "missed", msg, a.opt.Name); err != nil {
+			a.logf(agentlog.LevelError, statusStarting, "%v", err)
+		}
+	}
+}
+
+// flushPending records the run ends that could not be recorded during an outage.
+func (a *dbAgent) flushPending(ctx context.Context, records *pgxpool.Pool) {
+	a.pendingMu.Lock()
+	pending := a.pending
+	a.pending = nil
+	a.pendingMu.Unlock()
+	for i, p := range pending {
+		if err := sqlschema.RunFinish(ctx, records, p.runID, p.result); err != nil {
+			a.pendingMu.Lock()
+			a.pending = append(a.pending, pending[i:]...)
+			a.pendingMu.Unlock()
+			return
+		}
+	}
+}
+
+// connConfig returns the connection settings of the agent's sessions, as user when not "".
+func (a *dbAgent) connConfig(user string) (*pgx.ConnConfig, error) {
+	cfg, err := pgx.ParseConfig(a.db.DSN)
+	if err != nil {
+		return nil, fmt.Errorf("database %d: %w", a.db.ID, err)
+	}
+	cfg.RuntimeParams["application_name"] = applicationName(a.db.ID)
+	if user != "" {
+		cfg.User = user
+	}
+	return cfg, nil
+}
+
+// recordsPool returns the pool of the agent's own sessions.
+func (a *dbAgent) recordsPool() (*pgxpool.Pool, error) {
+	a.poolsMu.Lock()
+	defer a.poolsMu.Unlock()
+	if a.records != nil {
+		return a.records, nil
+	}
+	pool, err := a.newPool("", 4)
+	if err != nil {
+		return nil, err
+	}
+	a.records = pool
+	return pool, nil
+}
+
+// ownerPool returns the pool of sessions authenticated as a job owner. Each session is reset
+// (DISCARD ALL) when a run gives it back, so no run sees another's settings.
+func (a *dbAgent) ownerPool(owner string) (*pgxpool.Pool, error) {
+	a.poolsMu.Lock()
+	defer a.poolsMu.Unlock()
+	if pool, ok := a.pools[owner]; ok {
+		return pool, nil
+	}
+	pool, err := a.newPool(owner, a.opt.MaxRuns)
+	if err != nil {
+		return nil, err
+	}
+	a.pools[owner] = pool
+	return pool, nil
+}
+
+func (a *dbAgent) newPool(user string, size int) (*pgxpool.Pool, error) {
+	cfg, err := a.connConfig(user)
+	if err != nil {
+		return nil, err
+	}
+	poolCfg, err := pgxpool.ParseConfig("")
+	if err != nil {
+		return nil, err
+	}
+	poolCfg.ConnConfig = cfg
+	poolCfg.MaxConns = int32(size)
+	if user != "" {
+		poolCfg.ConnConfig.RuntimeParams["application_name"] = applicationName(a.db.ID) + " job"
+		poolCfg.AfterRelease = func(c *pgx.Conn) bool {
+			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+			defer cancel()
+			_, err := c.Exec(ctx, "DISCARD ALL", pgx.QueryExecModeSimpleProtocol)
+			return err == nil
+		}
+	}
+	pool, err := pgxpool.NewWithConfig(context.Background(), poolCfg)
+	if err != nil {
+		return nil, fmt.Errorf("database %d: sessions as %s: %w", a.db.ID, cfg.User, err)
+	}
+	return pool, nil
+}
+
+func (a *dbAgent) closePools() {
+	a.poolsMu.Lock()
+	defer a.poolsMu.Unlock()
+	if a.records != nil {
+		a.records.Close()
+	}
+	for _, p := range a.pools {
+		p.Close()
+	}
+}

@@ -1,0 +1,123 @@
+package agent
+
+import (
+	"context"
+	"log/slog"
+	"sync"
+	"time"
+
+	"github.com/pgjobs/pgjobs/agent/agentlog"
+)
+
+// Master runs one database agent per configured database and applies configuration changes.
+type Master struct {
+	opt Options
+	log *slog.Logger
+
+	runCtx    context.Context    // runs are cancelled when it ends
+	cancelRun context.CancelFunc // hard stop
+
+	mu      sync.Mutex
+	agents  map[int]*runningAgent // by database id
+	stopped bool
+}
+
+// runningAgent is a database agent and how to stop it.
+type runningAgent struct {
+	db     Database
+	agent  *dbAgent
+	cancel context.CancelFunc // soft stop: no new runs
+	done   chan struct{}      // closed when the agent and its runs have ended
+}
+
+// NewMaster returns a master agent that logs to log. It starts nothing until Apply.
+func NewMaster(opt Options, log *slog.Logger) *Master {
+	opt = opt.withDefaults()
+	runCtx, cancelRun := context.WithCancel(context.Background())
+	return &Master{opt: opt, log: log, runCtx: runCtx, cancelRun: cancelRun, agents: map[int]*runningAgent{}}
+}
+
+// Start returns when the interval schedules of the agents count from: the agent's start.
+func (m *Master) Start() time.Time { return m.opt.Start }
+
+// Apply makes the running database agents those of dbs: it starts the added ones, stops the
+// removed ones (their runs finish) and restarts those whose connection changed. A change of log
+// level alone is applied in place.
+func (m *Master) Apply(dbs []Database) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.stopped {
+		return
+	}
+	want := map[int]Database{}
+	for _, db := range dbs {
+		want[db.ID] = db
+	}
+	for id, ra := range m.agents {
+		db, keep := want[id]
+		switch {
+		case !keep:
+			m.log.Log(context.Background(), agentlog.LevelEssential, "database agent removed from the configuration", "status", "reloading", "id", id)
+			ra.cancel()
+			delete(m.agents, id)
+		case db.DSN != ra.db.DSN:
+			m.log.Log(context.Background(), agentlog.LevelEssential, "database agent's connection changed: restarting it", "status", "reloading", "id", id)
+			ra.cancel()
+			<-ra.done
+			startupDone := ra.agent.startupDone
+			delete(m.agents, id)
+			m.start(db, startupDone)
+		case db.LogLevel != ra.db.LogLevel:
+			m.opt.Logger(id, db.LogLevel) // the logger of id follows its new level
+			ra.db.LogLevel = db.LogLevel
+		}
+	}
+	for id, db := range want {
+		if _, ok := m.agents[id]; !ok {
+			m.start(db, false)
+		}
+	}
+}
+
+// start starts a database agent; m.mu is held.
+func (m *Master) start(db Database, startupDone bool) {
+	ctx, cancel := context.WithCancel(context.Background())
+	a := newDBAgent(db, m.opt, m.runCtx)
+	a.startupDone = startupDone
+	ra := &runningAgent{db: db, agent: a, cancel: cancel, done: make(chan struct{})}
+	m.agents[db.ID] = ra
+	m.log.Log(context.Background(), agentlog.LevelEssential, "database agent started", "status", "starting", "id", db.ID)
+	go func() {
+		defer close(ra.done)
+		a.run(ctx)
+	}()
+}
+
+// Stop stops the agents softly: no new runs, and runs in flight may finish within grace. Then
+// they are cancelled (and recorded as cancelled). Stop returns when everything has ended; it is
+// safe to call twice.
+func (m *Master) Stop(grace time.Duration) {
+	m.mu.Lock()
+	m.stopped = true
+	agents := m.agents
+	m.agents = map[int]*runningAgent{}
+	m.mu.Unlock()
+	for _, ra := range agents {
+		ra.cancel()
+	}
+	timer := m.opt.Clock.NewTimer(grace)
+	defer timer.Stop()
+	for _, ra := range agents {
+		select {
+		case <-ra.done:
+		case <-timer.C():
+			m.log.Log(context.Background(), agentlog.LevelEssential, "grace period over: cancelling the runs still going", "status", "stopping")
+			m.cancelRun()
+			<-ra.done
+		}
+	}
+	m.cancelRun()
+}
+
+// Cancel cancels every run in flight at once: the second signal.
+func (m *Master) Cancel() { m.cancelRun() }

@@ -1,0 +1,84 @@
+package agent
+
+import (
+	"fmt"
+	"time"
+
+	"github.com/pgjobs/pgjobs/schedule"
+)
+
+// job is a job as the agent plans it.
+type job struct {
+	id        int
+	name      string
+	call      string             // the function call, run as SELECT <call>
+	owner     string             // the role the job runs as
+	startup   bool               // run once when the agent starts
+	start     *schedule.Schedule // the start schedule, nil when none
+	startSet  time.Time          // when the start schedule was set: it gates from its first fire after this
+	every     []schedule.Schedule
+	plannedAt *time.Time // jobnextrun as the database has it: the fire planned before, if any
+}
+
+// activeFrom returns when a job becomes active: at once without a start schedule, else at the
+// start schedule's first fire after the start schedule was set; false when that never comes.
+func (j *job) activeFrom() (time.Time, bool) {
+	if j.start == nil {
+		return time.Time{}, true
+	}
+	return j.start.Next(j.startSet)
+}
+
+// nextFire returns the job's first fire strictly after `after`, and false when it never fires
+// again. A job with a start schedule fires nothing before it is active; one without recurrence
+// fires once, when it becomes active.
+func (j *job) nextFire(after time.Time) (time.Time, bool) {
+	active, ok := j.activeFrom()
+	if !ok {
+		return time.Time{}, false
+	}
+	if j.start != nil && len(j.every) == 0 {
+		return active, active.After(after)
+	}
+	from := after
+	if j.start != nil && active.After(from) {
+		// Not active yet: the first recurrence at or after activation.
+		from = active.Add(-time.Nanosecond)
+	}
+	var best time.Time
+	found := false
+	for i := range j.every {
+		if t, ok := j.every[i].Next(from); ok && (!found || t.Before(best)) {
+			best, found = t, true
+		}
+	}
+	return best, found
+}
+
+// parseJobSchedules fills a job's schedules from their canonical texts, in loc and anchored at
+// the agent's start.
+func (j *job) parseJobSchedules(start *string, every []string, loc *time.Location, anchor time.Time) error {
+	parse := func(text string) (schedule.Schedule, error) {
+		s, err := schedule.Parse(text)
+		if err != nil {
+			return s, fmt.Errorf("job %s: stored schedule %q: %w", j.name, text, err)
+		}
+		return s.In(loc).AnchoredAt(anchor), nil
+	}
+	if start != nil {
+		s, err := parse(*start)
+		if err != nil {
+			return err
+		}
+		j.start = &s
+	}
+	j.every = j.every[:0]
+	for _, text := range every {
+		s, err := parse(text)
+		if err != nil {
+			return err
+		}
+		j.every = append(j.every, s)
+	}
+	return nil
+}

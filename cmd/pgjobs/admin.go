@@ -1,0 +1,445 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"strconv"
+
+	"github.com/pgjobs/pgjobs/config"
+	"github.com/pgjobs/pgjobs/sqlschema"
+	"github.com/urfave/cli/v2"
+)
+
+// The commands of specification section 4 and their flags, spelled as the specification does:
+// single-dash names of several letters (-hh, -pp, -dd) are flags of their own.
+
+func configFlag() cli.Flag {
+	return &cli.StringFlag{Name: "config", Usage: "configuration `FILE` (default: $" + config.PathVariable + ", else " + config.DefaultPath + ")"}
+}
+
+func targetFlags(withUser bool) []cli.Flag {
+	flags := []cli.Flag{
+		&cli.StringFlag{Name: "h", Usage: "database server `HOST`: a name, an address, a unix-socket directory or a list host1,host2 (default: localhost)"},
+		&cli.StringFlag{Name: "p", Usage: "database server `PORT` (default: 5432)"},
+		&cli.StringFlag{Name: "d", Usage: "`DATABASE` name (required)"},
+	}
+	if withUser {
+		flags = append(flags,
+			&cli.StringFlag{Name: "u", Usage: "`USER` the agent connects as (default: postgres)"},
+			&cli.StringFlag{Name: "n", Usage: "`NOTIFICATION` (a placeholder: not interpreted in this release)"},
+			&cli.StringFlag{Name: "r", Usage: "`RECIPIENT` (a placeholder: not interpreted in this release)"},
+		)
+	}
+	return append(flags, configFlag())
+}
+
+// command fills in what every command shares.
+func command(c *cli.Command) *cli.Command {
+	c.OnUsageError = onUsageError
+	return c
+}
+
+func adminCommands() []*cli.Command {
+	return []*cli.Command{
+		command(&cli.Command{
+			Name:      "enabledb",
+			Usage:     "install the pgjobs schema in a database and add it to the agent's configuration",
+			UsageText: "pgjobs enabledb [-h HOST] [-p PORT] -d DATABASE [-u USER] [-n NOTIFICATION] [-r RECIPIENT]",
+			Description: `Fails, changing nothing, when the database is already enabled (its pgjobs schema or its
+configuration row exists). Connects as USER (default postgres), who must be able to create a schema
+and alter the database; passwords come from PGPASSWORD or ~/.pgpass.
+
+Example:
+   pgjobs enabledb -d sales -u postgres`,
+			Flags:  targetFlags(true),
+			Action: enableDB,
+		}),
+		command(&cli.Command{
+			Name:      "disabledb",
+			Usage:     "remove the pgjobs schema from a database and the database from the agent's configuration",
+			UsageText: "pgjobs disabledb [-h HOST] [-p PORT] -d DATABASE",
+			Description: `Drops the schema with every schedule, job and run in it.
+
+Example:
+   pgjobs disabledb -d sales`,
+			Flags:  targetFlags(false),
+			Action: disableDB,
+		}),
+		command(&cli.Command{
+			Name:        "viewsystem",
+			Usage:       "print the system configuration",
+			UsageText:   "pgjobs viewsystem",
+			Description: "Example:\n   pgjobs viewsystem",
+			Flags:       []cli.Flag{configFlag()},
+			Action:      viewSystem,
+		}),
+		command(&cli.Command{
+			Name:        "viewmaster",
+			Usage:       "print the master agent's configuration",
+			UsageText:   "pgjobs viewmaster",
+			Description: "Example:\n   pgjobs viewmaster",
+			Flags:       []cli.Flag{configFlag()},
+			Action:      viewMaster,
+		}),
+		command(&cli.Command{
+			Name:        "viewdb",
+			Usage:       "print a database's configuration",
+			UsageText:   "pgjobs viewdb [-h HOST] [-p PORT] -d DATABASE",
+			Description: "Example:\n   pgjobs viewdb -d sales",
+			Flags:       targetFlags(false),
+			Action:      viewDB,
+		}),
+		command(&cli.Command{
+			Name:      "updatesystem",
+			Usage:     "upgrade the pgjobs schema of every configured database and record the system version",
+			UsageText: "pgjobs updatesystem -v VERSION",
+			Description: `Brings the schema of each configured database to the version this pgjobs carries, each in its own
+transaction, then writes system=VERSION. If a database cannot be upgraded, the version is not written.
+
+Example:
+   pgjobs updatesystem -v 1.00`,
+			Flags:  []cli.Flag{&cli.StringFlag{Name: "v", Usage: "system `VERSION`, such as 1.00"}, configFlag()},
+			Action: updateSystem,
+		}),
+		command(&cli.Command{
+			Name:        "updatemaster",
+			Usage:       "change the master agent's log level",
+			UsageText:   "pgjobs updatemaster -l LOGLEVEL",
+			Description: "Example:\n   pgjobs updatemaster -l 1",
+			Flags:       []cli.Flag{&cli.StringFlag{Name: "l", Usage: "`LOGLEVEL` 0..5"}, configFlag()},
+			Action:      updateMaster,
+		}),
+		command(&cli.Command{
+			Name:      "updatedb",
+			Usage:     "change a database's configuration",
+			UsageText: "pgjobs updatedb [-h HOST] [-p PORT] -d DATABASE [-hh NEWHOST] [-pp NEWPORT] [-dd NEWDATABASE] [-l LOGLEVEL] [-u USER] [-n NOTIFICATION] [-r RECIPIENT]",
+			Description: `A new host, port or database must be reachable and enabled (pgjobs enabledb) already.
+
+Example:
+   pgjobs updatedb -d sales -l 2
+   pgjobs updatedb -d sales -hh db1,db2`,
+			Flags: append(targetFlags(true),
+				&cli.StringFlag{Name: "hh", Usage: "new `NEWHOST`"},
+				&cli.StringFlag{Name: "pp", Usage: "new `NEWPORT`"},
+				&cli.StringFlag{Name: "dd", Usage: "new `NEWDATABASE`"},
+				&cli.StringFlag{Name: "l", Usage: "`LOGLEVEL` 0..5"},
+			),
+			Action: updateDB,
+		}),
+	}
+}
+
+// configPath returns the configuration file to use: --config, else $PGJOBS_CONF, else the default.
+func configPath(c *cli.Context) string {
+	return config.ResolvePath(c.String("config"), os.Getenv)
+}
+
+// target reads -h, -p and -d.
+func target(c *cli.Context) (config.Database, error) {
+	if c.NArg() > 0 {
+		return config.Database{}, usagef("%s takes no arguments (got %q); see pgjobs %s --help", c.Command.Name, c.Args().First(), c.Command.Name)
+	}
+	if c.String("d") == "" {
+		return config.Database{}, usagef("%s needs -d DATABASE", c.Command.Name)
+	}
+	return config.Database{Host: c.String("h"), Port: c.String("p"), Name: c.String("d")}, nil
+}
+
+// findRow returns the configuration row of a target.
+func findRow(f *config.File, t config.Database) (config.Database, error) {
+	d, ok := f.Database(t.Host, t.Port, t.Name)
+	if !ok {
+		return config.Database{}, fmt.Errorf("database %s is not in %s: enable it with pgjobs enabledb -d %s", t.Target(), f.Path(), t.Name)
+	}
+	return d, nil
+}
+
+func enableDB(c *cli.Context) error {
+	d, err := target(c)
+	if err != nil {
+		return err
+	}
+	d.User, d.Notification, d.Recipient = c.String("u"), c.String("n"), c.String("r")
+	ctx := c.Context
+	var added config.Database
+	var commit func() error
+	var rollback func()
+	_, err = config.Update(configPath(c), func(f *config.File) error {
+		if existing, ok := f.Database(d.Host, d.Port, d.Name); ok {
+			return fmt.Errorf("database %s is already enabled (row %d of %s): disable it first with pgjobs disabledb -d %s", d.Target(), existing.ID, f.Path(), d.Name)
+		}
+		if f.System() == "" {
+			if err := f.SetSystem(systemVersion()); err != nil {
+				return err
+			}
+		}
+		var err error
+		if added, err = f.AddDatabase(d); err != nil {
+			return err
+		}
+		// Install in a transaction that commits only once the file is written.
+		commit, rollback, err = inTransaction(ctx, added, func(ctx context.Context, tx sqlschema.Beginner) error {
+			return sqlschema.Install(ctx, tx)
+		})
+		if errors.Is(err, sqlschema.ErrAlreadyEnabled) {
+			return fmt.Errorf("database %s already has a pgjobs schema: disable it first with pgjobs disabledb -d %s", d.Target(), d.Name)
+		}
+		return err
+	})
+	if err != nil {
+		if rollback != nil {
+			rollback()
+		}
+		return fmt.Errorf("enabledb: %w", err)
+	}
+	if err := commit(); err != nil {
+		// The file has the row but the schema is not there: take the row back out.
+		_, undoErr := config.Update(configPath(c), func(f *config.File) error { return f.RemoveDatabase(added.ID) })
+		return fmt.Errorf("enabledb: install the schema in %s: %w", d.Target(), errors.Join(err, undoErr))
+	}
+	fmt.Fprintf(c.App.Writer, "enabled pgjobs in %s as agent %d\n%s\n", added.Target(), added.ID, added.Line())
+	return nil
+}
+
+func disableDB(c *cli.Context) error {
+	t, err := target(c)
+	if err != nil {
+		return err
+	}
+	ctx := c.Context
+	var removed config.Database
+	var commit func() error
+	var rollback func()
+	_, err = config.Update(configPath(c), func(f *config.File) error {
+		var err error
+		if removed, err = findRow(f, t); err != nil {
+			return err
+		}
+		if err := f.RemoveDatabase(removed.ID); err != nil {
+			return err
+		}
+		commit, rollback, err = inTransaction(ctx, removed, func(ctx context.Context, tx sqlschema.Beginner) error {
+			err := sqlschema.Uninstall(ctx, tx)
+			if errors.Is(err, sqlschema.ErrNotEnabled) {
+				fmt.Fprintf(c.App.ErrWriter, "pgjobs: %s had no pgjobs schema; removing its configuration row\n", removed.Target())
+				return nil
+			}
+			return err
+		})
+		return err
+	})
+	if err != nil {
+		if rollback != nil {
+			rollback()
+		}
+		return fmt.Errorf("disabledb: %w", err)
+	}
+	if err := commit(); err != nil {
+		_, undoErr := config.Update(configPath(c), func(f *config.File) error {
+			_, err := f.AddDatabase(removed)
+			return err
+		})
+		return fmt.Errorf("disabledb: drop the schema in %s: %w", removed.Target(), errors.Join(err, undoErr))
+	}
+	fmt.Fprintf(c.App.Writer, "disabled pgjobs in %s (agent %d)\n", removed.Target(), removed.ID)
+	return nil
+}
+
+// inTransaction connects to a database, begins a transaction and runs work in it. It returns
+// functions that commit or roll back and close the connection; on error it has done that already.
+func inTransaction(ctx context.Context, d config.Database, work func(context.Context, sqlschema.Beginner) error) (commit func() error, rollback func(), err error) {
+	conn, err := connect(ctx, d)
+	if err != nil {
+		return nil, nil, err
+	}
+	tx, err := conn.Begin(ctx)
+	if err == nil {
+		err = work(ctx, tx)
+	}
+	if err != nil {
+		conn.Close(ctx)
+		return nil, nil, err
+	}
+	commit = func() error {
+		defer conn.Close(ctx)
+		return tx.Commit(ctx)
+	}
+	rollback = func() {
+		_ = tx.Rollback(ctx)
+		conn.Close(ctx)
+	}
+	return commit, rollback, nil
+}
+
+// systemVersion is the system version a new configuration file records: the schema version.
+func systemVersion() string { return fmt.Sprintf("%d.00", sqlschema.Latest()) }
+
+func loadConfig(c *cli.Context) (*config.File, error) {
+	if c.NArg() > 0 {
+		return nil, usagef("%s takes no arguments (got %q); see pgjobs %s --help", c.Command.Name, c.Args().First(), c.Command.Name)
+	}
+	f, err := config.Load(configPath(c))
+	if errors.Is(err, os.ErrNotExist) {
+		return nil, fmt.Errorf("no configuration file %s: enable a database with pgjobs enabledb, or name the file with --config", configPath(c))
+	}
+	return f, err
+}
+
+func viewSystem(c *cli.Context) error {
+	f, err := loadConfig(c)
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(c.App.Writer, "system=%s\n", f.System())
+	return nil
+}
+
+func viewMaster(c *cli.Context) error {
+	f, err := loadConfig(c)
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(c.App.Writer, "master=%d\n", f.Master())
+	return nil
+}
+
+func viewDB(c *cli.Context) error {
+	t, err := target(c)
+	if err != nil {
+		return err
+	}
+	f, err := loadConfig(c)
+	if err != nil {
+		return err
+	}
+	d, err := findRow(f, t)
+	if err != nil {
+		return err
+	}
+	fmt.Fprintln(c.App.Writer, d.Line())
+	return nil
+}
+
+func updateSystem(c *cli.Context) error {
+	version := c.String("v")
+	if version == "" {
+		return usagef("updatesystem needs -v VERSION")
+	}
+	f, err := loadConfig(c)
+	if err != nil {
+		return err
+	}
+	var failed []error
+	for _, d := range f.Databases() {
+		from, to, err := upgrade(c.Context, d)
+		if err != nil {
+			failed = append(failed, fmt.Errorf("%s: %w", d.Target(), err))
+			continue
+		}
+		fmt.Fprintf(c.App.Writer, "%s: schema version %d -> %d\n", d.Target(), from, to)
+	}
+	if len(failed) > 0 {
+		return fmt.Errorf("updatesystem: system version not changed: %w", errors.Join(failed...))
+	}
+	if _, err := config.Update(configPath(c), func(f *config.File) error { return f.SetSystem(version) }); err != nil {
+		return fmt.Errorf("updatesystem: %w", err)
+	}
+	fmt.Fprintf(c.App.Writer, "system=%s\n", version)
+	return nil
+}
+
+func upgrade(ctx context.Context, d config.Database) (from, to int, err error) {
+	conn, err := connect(ctx, d)
+	if err != nil {
+		return 0, 0, err
+	}
+	defer conn.Close(ctx)
+	return sqlschema.Upgrade(ctx, conn)
+}
+
+func updateMaster(c *cli.Context) error {
+	level, err := logLevelFlag(c)
+	if err != nil {
+		return err
+	}
+	if level == nil {
+		return usagef("updatemaster needs -l LOGLEVEL")
+	}
+	f, err := config.Update(configPath(c), func(f *config.File) error { return f.SetMaster(*level) })
+	if err != nil {
+		return fmt.Errorf("updatemaster: %w", err)
+	}
+	fmt.Fprintf(c.App.Writer, "master=%d\n", f.Master())
+	return nil
+}
+
+// logLevelFlag reads -l; nil when it is not given.
+func logLevelFlag(c *cli.Context) (*config.LogLevel, error) {
+	if !c.IsSet("l") {
+		return nil, nil
+	}
+	level, err := config.ParseLogLevel(c.String("l"))
+	if err != nil {
+		return nil, usagef("-l %q: %v", c.String("l"), err)
+	}
+	return &level, nil
+}
+
+func updateDB(c *cli.Context) error {
+	t, err := target(c)
+	if err != nil {
+		return err
+	}
+	level, err := logLevelFlag(c)
+	if err != nil {
+		return err
+	}
+	if _, err := strconv.Atoi(c.String("pp")); c.IsSet("pp") && err != nil && c.String("pp") != config.Default {
+		return usagef("-pp %q is not a port number", c.String("pp"))
+	}
+	var updated config.Database
+	_, err = config.Update(configPath(c), func(f *config.File) error {
+		old, err := findRow(f, t)
+		if err != nil {
+			return err
+		}
+		updated = old
+		for flag, field := range map[string]*string{"hh": &updated.Host, "pp": &updated.Port, "dd": &updated.Name,
+			"u": &updated.User, "n": &updated.Notification, "r": &updated.Recipient} {
+			if c.IsSet(flag) {
+				*field = c.String(flag)
+			}
+		}
+		if level != nil {
+			updated.LogLevel = *level
+		}
+		if updated.Target() != old.Target() || updated.ResolvedUser() != old.ResolvedUser() {
+			if err := checkEnabled(c.Context, updated); err != nil {
+				return err
+			}
+		}
+		return f.UpdateDatabase(old.ID, updated)
+	})
+	if err != nil {
+		return fmt.Errorf("updatedb: %w", err)
+	}
+	fmt.Fprintln(c.App.Writer, updated.Line())
+	return nil
+}
+
+// checkEnabled tells whether a database is reachable and has the pgjobs schema of this version.
+func checkEnabled(ctx context.Context, d config.Database) error {
+	conn, err := connect(ctx, d)
+	if err != nil {
+		return fmt.Errorf("the new target is not reachable: %w", err)
+	}
+	defer conn.Close(ctx)
+	if err := sqlschema.Check(ctx, conn); errors.Is(err, sqlschema.ErrNotEnabled) {
+		return fmt.Errorf("the new target %s has no pgjobs schema: install it first with pgjobs enabledb, or run the agent on the old one", d.Target())
+	} else if err != nil {
+		return fmt.Errorf("the new target %s: %w", d.Target(), err)
+	}
+	return nil
+}

@@ -1,0 +1,81 @@
+package main
+
+import (
+	"fmt"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/pgjobs/pgjobs/config"
+	"github.com/pgjobs/pgjobs/sqlschema"
+	"github.com/urfave/cli/v2"
+)
+
+func jobsCommand() *cli.Command {
+	return command(&cli.Command{
+		Name:      "jobs",
+		Usage:     "list a database's jobs with their schedules, next and last runs",
+		UsageText: "pgjobs jobs [-h HOST] [-p PORT] -d DATABASE [-u USER]",
+		Description: `Connects as USER (default: the user of the database's configuration row, else postgres) and
+lists the jobs that role may see.
+
+Example:
+   pgjobs jobs -d sales`,
+		Flags: append(targetFlags(false), &cli.StringFlag{Name: "u", Usage: "`USER` to connect as"}),
+		Action: func(c *cli.Context) error {
+			t, err := target(c)
+			if err != nil {
+				return err
+			}
+			if f, err := config.Load(configPath(c)); err == nil {
+				if row, ok := f.Database(t.Host, t.Port, t.Name); ok {
+					t = row
+				}
+			}
+			if c.IsSet("u") {
+				t.User = c.String("u")
+			}
+			conn, err := connect(c.Context, t)
+			if err != nil {
+				return fmt.Errorf("jobs: %w", err)
+			}
+			defer conn.Close(c.Context)
+			if err := sqlschema.Check(c.Context, conn); err != nil {
+				return fmt.Errorf("jobs: %s: %w", t.Target(), err)
+			}
+			jobs, err := sqlschema.JobList(c.Context, conn)
+			if err != nil {
+				return fmt.Errorf("jobs: %s: %w", t.Target(), err)
+			}
+			w := tabwriter.NewWriter(c.App.Writer, 0, 0, 2, ' ', 0)
+			fmt.Fprintln(w, "NAME\tFUNCTION\tSTARTS\tRECURS ON\tNEXT RUN\tLAST RUN\tLAST STATUS")
+			for _, j := range jobs {
+				starts := orDash(j.StartSchedule)
+				if j.Startup {
+					starts = "at agent start"
+				}
+				recurs := strings.Join(j.Recurrences, ", ")
+				if recurs == "" {
+					recurs = "-"
+				}
+				fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%s\t%s\t%s\n", j.Name, j.Function, starts, recurs,
+					timeOrDash(j.NextRun), timeOrDash(j.LastRun), orDash(j.LastStatus))
+			}
+			return w.Flush()
+		},
+	})
+}
+
+func orDash(s *string) string {
+	if s == nil {
+		return "-"
+	}
+	return *s
+}
+
+func timeOrDash(t *time.Time) string {
+	if t == nil {
+		return "-"
+	}
+	return t.Local().Format(fireTimeLayout)
+}

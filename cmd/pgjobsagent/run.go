@@ -1,0 +1,296 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/pgjobs/pgjobs/agent"
+	"github.com/pgjobs/pgjobs/agent/agentlog"
+	"github.com/pgjobs/pgjobs/config"
+	"github.com/pgjobs/pgjobs/sqlschema"
+	"github.com/urfave/cli/v2"
+)
+
+// Exit codes of pgjobsagent.
+const (
+	exitOK    = 0
+	exitError = 1
+	exitUsage = 2
+)
+
+// DefaultLogDir is where the agent writes its logs unless --log-dir says otherwise.
+const DefaultLogDir = "/var/log/pgjobs"
+
+// configPoll is how often the agent looks whether the configuration file changed.
+const configPoll = time.Second
+
+type usageError struct{ err error }
+
+func (e usageError) Error() string { return e.err.Error() }
+
+// run runs pgjobsagent with args and returns the exit code. ready, if not nil, receives the
+// master agent once it runs (for tests).
+func run(args []string, stdout, stderr io.Writer, ready chan<- *agent.Master) int {
+	app := &cli.App{
+		Name:      "pgjobsagent",
+		Usage:     "run the pgjobs jobs of every configured database",
+		UsageText: "pgjobsagent [--config FILE] [--log-dir DIR] [--foreground] [--pidfile FILE] [--check-config]",
+		Description: `Runs one database agent per database of the configuration file. Each sleeps until its nearest job
+fires, runs it on a session of the job's owner and records it in pgjobs.pgj_run_.
+
+Signals: SIGHUP reloads the configuration and reopens the log files; SIGTERM or SIGINT stops softly
+(no new runs; runs in flight may finish within --grace, then they are cancelled); a second one
+cancels at once. The configuration file is also reloaded when it changes; a broken file keeps the
+last good configuration.
+
+Example:
+   pgjobsagent --config /usr/share/pgjobs/pgjobs.conf --foreground`,
+		Version:         fmt.Sprintf("%s (commit %s, built %s)", version, commit, date),
+		Writer:          stdout,
+		ErrWriter:       stderr,
+		HideHelpCommand: true,
+		ExitErrHandler:  func(*cli.Context, error) {},
+		OnUsageError:    func(_ *cli.Context, err error, _ bool) error { return usageError{err} },
+		Flags: []cli.Flag{
+			&cli.StringFlag{Name: "config", Usage: "configuration `FILE` (default: $" + config.PathVariable + ", else " + config.DefaultPath + ")"},
+			&cli.StringFlag{Name: "log-dir", Value: DefaultLogDir, Usage: "log root `DIR`: DIR/master/YYYY.MM.DD.log and DIR/ID/YYYY.MM.DD.log"},
+			&cli.BoolFlag{Name: "foreground", Usage: "also write the log lines to standard error"},
+			&cli.StringFlag{Name: "pidfile", Usage: "write the process id to `FILE` while running"},
+			&cli.BoolFlag{Name: "check-config", Usage: "check the configuration file and every database it names, print the problems and exit"},
+			&cli.DurationFlag{Name: "grace", Value: 30 * time.Second, Usage: "how long a soft stop waits for runs in flight"},
+		},
+		Action: func(c *cli.Context) error {
+			if c.NArg() > 0 {
+				return usageError{fmt.Errorf("pgjobsagent takes no arguments (got %q)", c.Args().First())}
+			}
+			path := config.ResolvePath(c.String("config"), os.Getenv)
+			if c.Bool("check-config") {
+				return checkConfig(c.Context, path, stdout)
+			}
+			return serve(c, path, stderr, ready)
+		},
+	}
+	err := app.Run(args)
+	if err == nil {
+		return exitOK
+	}
+	fmt.Fprintf(stderr, "pgjobsagent: %s\n", strings.Join(strings.Fields(err.Error()), " "))
+	if errors.As(err, new(usageError)) {
+		return exitUsage
+	}
+	return exitError
+}
+
+// checkConfig validates the file and every database row it names.
+func checkConfig(ctx context.Context, path string, out io.Writer) error {
+	f, err := config.Load(path)
+	if err != nil {
+		return err
+	}
+	problems := 0
+	for _, d := range f.Databases() {
+		if err := checkDatabase(ctx, d); err != nil {
+			problems++
+			fmt.Fprintf(out, "%s: agent %d (%s): %v\n", path, d.ID, d.Target(), err)
+			continue
+		}
+		fmt.Fprintf(out, "%s: agent %d (%s): ok\n", path, d.ID, d.Target())
+	}
+	if problems > 0 {
+		return fmt.Errorf("%d of %d databases have problems", problems, len(f.Databases()))
+	}
+	fmt.Fprintf(out, "%s: ok, %d databases\n", path, len(f.Databases()))
+	return nil
+}
+
+func checkDatabase(ctx context.Context, d config.Database) error {
+	ctx, cancel := context.WithTimeout(ctx, 15*time.Second)
+	defer cancel()
+	conn, err := pgxConnect(ctx, d.DSN())
+	if err != nil {
+		return err
+	}
+	defer conn.Close(ctx)
+	return sqlschema.Check(ctx, conn)
+}
+
+// serve runs the agent until a stop signal.
+func serve(c *cli.Context, path string, stderr io.Writer, ready chan<- *agent.Master) error {
+	f, err := config.Load(path)
+	if err != nil {
+		return err
+	}
+	var also io.Writer
+	if c.Bool("foreground") {
+		also = stderr
+	}
+	logs := &logFiles{dir: c.String("log-dir"), also: also, levels: map[string]*slog.LevelVar{}, handlers: map[string]*agentlog.Handler{}}
+	defer logs.close()
+	masterLog, err := logs.logger(agentlog.MasterAgent, int(f.Master()))
+	if err != nil {
+		return err
+	}
+	if pidfile := c.String("pidfile"); pidfile != "" {
+		if err := os.WriteFile(pidfile, []byte(strconv.Itoa(os.Getpid())+"\n"), 0o644); err != nil {
+			return fmt.Errorf("write the pid file: %w", err)
+		}
+		defer os.Remove(pidfile)
+	}
+	host, _ := os.Hostname()
+	master := agent.NewMaster(agent.Options{
+		Name: fmt.Sprintf("%s pid %d", host, os.Getpid()),
+		Logger: func(id, level int) *slog.Logger {
+			l, err := logs.logger(strconv.Itoa(id), level)
+			if err != nil {
+				masterLog.Error(err.Error(), "status", "starting")
+				return slog.New(slog.DiscardHandler)
+			}
+			return l
+		},
+	}, masterLog)
+	masterLog.Log(c.Context, agentlog.LevelEssential, "pgjobsagent starting", "status", "starting",
+		"version", version, "commit", commit, "config", path, "log_dir", logs.dir, "master_loglevel", int(f.Master()), "databases", len(f.Databases()))
+	for _, d := range f.Databases() {
+		masterLog.Log(c.Context, agentlog.LevelEssential, "database in the configuration", "status", "starting",
+			"id", d.ID, "target", d.Target(), "user", d.ResolvedUser(), "loglevel", int(d.LogLevel))
+	}
+	master.Apply(agentDatabases(f))
+	if ready != nil {
+		ready <- master
+	}
+
+	signals := make(chan os.Signal, 2)
+	signal.Notify(signals, syscall.SIGHUP, syscall.SIGTERM, syscall.SIGINT)
+	defer signal.Stop(signals)
+	poll := time.NewTicker(configPoll)
+	defer poll.Stop()
+	stamp := fileStamp(path)
+	reload := func(why string) {
+		nf, err := config.Load(path)
+		if err != nil {
+			masterLog.Error("configuration not reloaded, the last good one stays: "+err.Error(), "status", "reloading")
+			return
+		}
+		masterLog.Log(c.Context, agentlog.LevelEssential, "configuration reloaded ("+why+")", "status", "reloading", "databases", len(nf.Databases()))
+		logs.setLevel(agentlog.MasterAgent, int(nf.Master()))
+		master.Apply(agentDatabases(nf))
+	}
+	for {
+		select {
+		case sig := <-signals:
+			switch sig {
+			case syscall.SIGHUP:
+				logs.reopen()
+				reload("SIGHUP")
+				stamp = fileStamp(path)
+			default:
+				masterLog.Log(c.Context, agentlog.LevelEssential, "stopping on "+sig.String()+": no new runs; runs in flight may finish", "status", "stopping", "grace", c.Duration("grace").String())
+				stopped := make(chan struct{})
+				go func() {
+					master.Stop(c.Duration("grace"))
+					close(stopped)
+				}()
+				select {
+				case <-stopped:
+				case sig := <-signals:
+					masterLog.Log(c.Context, agentlog.LevelEssential, "second signal "+sig.String()+": cancelling the runs", "status", "stopping")
+					master.Cancel()
+					<-stopped
+				}
+				masterLog.Log(c.Context, agentlog.LevelEssential, "pgjobsagent stopped", "status", "stopped")
+				return nil
+			}
+		case <-poll.C:
+			if now := fileStamp(path); now != stamp {
+				stamp = now
+				reload("the file changed")
+			}
+		}
+	}
+}
+
+// agentDatabases turns the configuration's rows into the agent's.
+func agentDatabases(f *config.File) []agent.Database {
+	var dbs []agent.Database
+	for _, d := range f.Databases() {
+		dbs = append(dbs, agent.Database{ID: d.ID, DSN: d.DSN(), LogLevel: int(d.LogLevel)})
+	}
+	return dbs
+}
+
+// fileStamp tells when a file changed: its modification time, size and inode.
+func fileStamp(path string) string {
+	info, err := os.Stat(path)
+	if err != nil {
+		return "missing"
+	}
+	var inode uint64
+	if st, ok := info.Sys().(*syscall.Stat_t); ok {
+		inode = st.Ino
+	}
+	return fmt.Sprintf("%d %d %d", info.ModTime().UnixNano(), info.Size(), inode)
+}
+
+// logFiles are the log handlers of the master and the database agents, one per agent.
+type logFiles struct {
+	dir  string
+	also io.Writer
+
+	mu       sync.Mutex
+	levels   map[string]*slog.LevelVar
+	handlers map[string]*agentlog.Handler
+}
+
+// logger returns the logger of an agent ("master" or a database id) at a log level; asked again,
+// it returns a logger of the same files and sets the new level.
+func (l *logFiles) logger(name string, level int) (*slog.Logger, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if h, ok := l.handlers[name]; ok {
+		l.levels[name].Set(agentlog.MinLevel(level))
+		return slog.New(h), nil
+	}
+	lv := &slog.LevelVar{}
+	lv.Set(agentlog.MinLevel(level))
+	h, err := agentlog.New(agentlog.Options{Dir: l.dir, Agent: name, Level: lv, Also: l.also, MaxAge: 30})
+	if err != nil {
+		return nil, fmt.Errorf("log files of agent %s in %s: %w", name, filepath.Clean(l.dir), err)
+	}
+	l.levels[name], l.handlers[name] = lv, h
+	return slog.New(h), nil
+}
+
+func (l *logFiles) setLevel(name string, level int) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if lv, ok := l.levels[name]; ok {
+		lv.Set(agentlog.MinLevel(level))
+	}
+}
+
+func (l *logFiles) reopen() {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	for _, h := range l.handlers {
+		_ = h.Reopen()
+	}
+}
+
+func (l *logFiles) close() {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	for _, h := range l.handlers {
+		_ = h.Close()
+	}
+}

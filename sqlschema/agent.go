@@ -1,0 +1,146 @@
+package sqlschema
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+)
+
+// The agent's database operations. Their statements are prepared once per connection by pgx.
+
+// Execer runs statements; a *pgx.Conn, a pgx.Tx or a *pgxpool.Pool.
+type Execer interface {
+	Exec(ctx context.Context, sql string, args ...any) (pgconn.CommandTag, error)
+	Query(ctx context.Context, sql string, args ...any) (pgx.Rows, error)
+	QueryRow(ctx context.Context, sql string, args ...any) pgx.Row
+}
+
+// LeaderTry takes the agent leader lock of the database for this session if it is free, and
+// reports whether it did.
+func LeaderTry(ctx context.Context, conn *pgx.Conn) (bool, error) {
+	var got bool
+	if err := conn.QueryRow(ctx, query("leader_try")).Scan(&got); err != nil {
+		return false, fmt.Errorf("try the leader lock: %w", err)
+	}
+	return got, nil
+}
+
+// LeaderWait blocks until this session holds the agent leader lock of the database, or ctx ends.
+func LeaderWait(ctx context.Context, conn *pgx.Conn) error {
+	if _, err := conn.Exec(ctx, query("leader_lock")); err != nil {
+		return fmt.Errorf("wait for the leader lock: %w", err)
+	}
+	return nil
+}
+
+// LeaderSession returns the backend pid of a session and whether the server is in recovery.
+func LeaderSession(ctx context.Context, q Querier) (pid int, inRecovery bool, err error) {
+	if err := q.QueryRow(ctx, query("leader_session")).Scan(&pid, &inRecovery); err != nil {
+		return 0, false, fmt.Errorf("read the session: %w", err)
+	}
+	return pid, inRecovery, nil
+}
+
+// StoredJob is a job as the agent loads it.
+type StoredJob struct {
+	ID            int
+	Name          string
+	Call          string
+	Owner         string
+	Startup       bool
+	StartSet      time.Time
+	NextRun       *time.Time // the run planned before, as the agent recorded it
+	StartSchedule *string    // canonical text, nil when none
+	Schedules     []string   // canonical texts of the recurrences
+}
+
+// JobLoad returns every job of the database.
+func JobLoad(ctx context.Context, q Execer) ([]StoredJob, error) {
+	rows, err := q.Query(ctx, query("job_load"))
+	if err != nil {
+		return nil, fmt.Errorf("load jobs: %w", err)
+	}
+	jobs, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (StoredJob, error) {
+		var j StoredJob
+		err := row.Scan(&j.ID, &j.Name, &j.Call, &j.Owner, &j.Startup, &j.StartSet, &j.NextRun, &j.StartSchedule, &j.Schedules)
+		return j, err
+	})
+	if err != nil {
+		return nil, fmt.Errorf("load jobs: %w", err)
+	}
+	return jobs, nil
+}
+
+// JobPlan records the next planned run of jobs; a nil time means none.
+func JobPlan(ctx context.Context, q Execer, ids []int, next []*time.Time) error {
+	if _, err := q.Exec(ctx, query("job_plan"), ids, next); err != nil {
+		return fmt.Errorf("record planned runs: %w", err)
+	}
+	return nil
+}
+
+// RunStart records that a run starts and returns its id. scheduled is nil for a startup run.
+func RunStart(ctx context.Context, q Execer, jobID int, jobName, owner string, scheduled *time.Time, agent string, session int) (int64, error) {
+	var id int64
+	if err := q.QueryRow(ctx, query("run_start"), jobID, jobName, owner, scheduled, agent, session).Scan(&id); err != nil {
+		return 0, fmt.Errorf("record the start of job %s: %w", jobName, err)
+	}
+	return id, nil
+}
+
+// RunResult is how a run ended.
+type RunResult struct {
+	Finished time.Time
+	Status   string // ok, error or cancelled
+	SQLState string // "" when none
+	Message  string // "" when none
+}
+
+// RunFinish records how a run ended.
+func RunFinish(ctx context.Context, q Execer, runID int64, r RunResult) error {
+	if _, err := q.Exec(ctx, query("run_finish"), runID, r.Finished, r.Status, nullIfEmpty(r.SQLState), nullIfEmpty(r.Message)); err != nil {
+		return fmt.Errorf("record the end of run %d: %w", runID, err)
+	}
+	return nil
+}
+
+// RunRecord records a fire that did not run: status skipped or missed.
+func RunRecord(ctx context.Context, q Execer, jobID int, jobName, owner string, scheduled time.Time, status, message, agent string) error {
+	if _, err := q.Exec(ctx, query("run_record"), jobID, jobName, owner, scheduled, status, message, agent); err != nil {
+		return fmt.Errorf("record a %s run of job %s: %w", status, jobName, err)
+	}
+	return nil
+}
+
+// RunAbandon marks abandoned the runs left running by agents whose session is gone, and returns
+// the names of their jobs.
+func RunAbandon(ctx context.Context, q Execer) ([]string, error) {
+	rows, err := q.Query(ctx, query("run_abandon"))
+	if err != nil {
+		return nil, fmt.Errorf("mark abandoned runs: %w", err)
+	}
+	names, err := pgx.CollectRows(rows, pgx.RowTo[string])
+	if err != nil {
+		return nil, fmt.Errorf("mark abandoned runs: %w", err)
+	}
+	return names, nil
+}
+
+// RunPrune deletes the runs older than the run_retention setting and returns how many.
+func RunPrune(ctx context.Context, q Execer) (int64, error) {
+	tag, err := q.Exec(ctx, query("run_prune"))
+	if err != nil {
+		return 0, fmt.Errorf("delete old runs: %w", err)
+	}
+	return tag.RowsAffected(), nil
+}
+
+func nullIfEmpty(s string) *string {
+	if s == "" {
+		return nil
+	}
+	return &s
+}

@@ -1,0 +1,8 @@
+-- Every job with what the agent needs to plan it: its start schedule and recurrences as canonical texts.
+SELECT j.jobid, j.jobname, j.jobfunction, j.jobowner, j.jobisstartup, j.jobstartset, j.jobnextrun,
+       st.schtext,
+       ARRAY(SELECT s.schtext FROM pgjobs.pgj_job_schedule_ js JOIN pgjobs.pgj_schedule_ s ON s.schid = js.jschid
+             WHERE js.jsjobid = j.jobid ORDER BY s.schid)
+FROM pgjobs.pgj_job_ j
+LEFT JOIN pgjobs.pgj_schedule_ st ON st.schid = j.jobstartschid
+ORDER BY j.jobid
