@@ -92,6 +92,7 @@ func (a *dbAgent) run(ctx context.Context) {
 		if ctx.Err() != nil {
 			break
 		}
+		a.resetPools() // their sessions may be as dead as the leader's
 		if connected || outageSince.IsZero() {
 			if outageSince.IsZero() {
 				outageSince = a.opt.Clock.Now()
@@ -166,7 +167,9 @@ func (a *dbAgent) serve(ctx context.Context, onConnected func()) error {
 	defer stopListening()
 	changes := make(chan struct{}, 1)
 	lost := make(chan error, 1)
+	listening := make(chan struct{})
 	go func() {
+		defer close(listening)
 		for {
 			if _, err := conn.WaitForNotification(listenCtx); err != nil {
 				lost <- err
@@ -180,6 +183,7 @@ func (a *dbAgent) serve(ctx context.Context, onConnected func()) error {
 	}()
 	err = a.loop(ctx, records, changes, lost)
 	stopListening()
+	<-listening // the connection is the listener's until it returns
 	if errors.Is(err, context.Canceled) && ctx.Err() != nil {
 		return nil
 	}
@@ -460,6 +464,18 @@ func (a *dbAgent) newPool(user string, size int) (*pgxpool.Pool, error) {
 		return nil, fmt.Errorf("database %d: sessions as %s: %w", a.db.ID, cfg.User, err)
 	}
 	return pool, nil
+}
+
+// resetPools closes every idle session of the pools; new ones are opened on demand.
+func (a *dbAgent) resetPools() {
+	a.poolsMu.Lock()
+	defer a.poolsMu.Unlock()
+	if a.records != nil {
+		a.records.Reset()
+	}
+	for _, p := range a.pools {
+		p.Reset()
+	}
 }
 
 func (a *dbAgent) closePools() {

@@ -29,15 +29,15 @@ LANGUAGE plpgsql
 SET search_path = pgjobs, pg_catalog, pg_temp
 AS $$
 DECLARE
-    found pgj_schedule_;
+    target pgj_schedule_;
 BEGIN
     PERFORM pgj_require_(p_function, p_argno, 'schedule name', p_name);
-    SELECT * INTO found FROM pgj_schedule_ WHERE schname = p_name AND pgj_visible_(schowner) FOR UPDATE;
+    SELECT * INTO target FROM pgj_schedule_ WHERE schname = p_name AND pgj_visible_(schowner) FOR UPDATE;
     IF NOT FOUND THEN
         RAISE EXCEPTION '%: argument %: schedule "%" does not exist', p_function, p_argno, p_name
             USING ERRCODE = 'undefined_object', HINT = 'SELECT name FROM pgj_schedules lists your schedules';
     END IF;
-    RETURN found;
+    RETURN target;
 END
 $$;
 
@@ -47,15 +47,15 @@ LANGUAGE plpgsql
 SET search_path = pgjobs, pg_catalog, pg_temp
 AS $$
 DECLARE
-    found pgj_job_;
+    target pgj_job_;
 BEGIN
     PERFORM pgj_require_(p_function, p_argno, 'job name', p_name);
-    SELECT * INTO found FROM pgj_job_ WHERE jobname = p_name AND pgj_visible_(jobowner) FOR UPDATE;
+    SELECT * INTO target FROM pgj_job_ WHERE jobname = p_name AND pgj_visible_(jobowner) FOR UPDATE;
     IF NOT FOUND THEN
         RAISE EXCEPTION '%: argument %: job "%" does not exist', p_function, p_argno, p_name
             USING ERRCODE = 'undefined_object', HINT = 'SELECT name FROM pgj_jobs lists your jobs';
     END IF;
-    RETURN found;
+    RETURN target;
 END
 $$;
 
@@ -65,13 +65,13 @@ LANGUAGE plpgsql
 SET search_path = pgjobs, pg_catalog, pg_temp
 AS $$
 DECLARE
-    found pgj_schedule_ := pgj_schedule_find_(p_function, p_argno, p_name);
+    target pgj_schedule_ := pgj_schedule_find_(p_function, p_argno, p_name);
 BEGIN
-    IF found.schowner <> p_owner THEN
-        RAISE EXCEPTION '%: argument %: schedule "%" belongs to role %, the job to role %', p_function, p_argno, p_name, found.schowner, p_owner
+    IF target.schowner <> p_owner THEN
+        RAISE EXCEPTION '%: argument %: schedule "%" belongs to role %, the job to role %', p_function, p_argno, p_name, target.schowner, p_owner
             USING ERRCODE = 'insufficient_privilege', HINT = 'a job uses only schedules of its own owner';
     END IF;
-    RETURN found;
+    RETURN target;
 END
 $$;
 
@@ -140,7 +140,9 @@ BEGIN
         ELSIF c = ')' THEN
             depth := depth - 1;
             IF depth = 0 THEN
-                IF i < n THEN
+                IF i < n AND strpos(substr(call, i + 1), ';') > 0 THEN
+                    problem := 'contains a semicolon: a job runs one function call';
+                ELSIF i < n THEN
                     problem := format('has text after the call''s closing parenthesis: %s', substr(call, i + 1));
                 END IF;
                 EXIT;
@@ -206,13 +208,13 @@ LANGUAGE plpgsql SECURITY DEFINER
 SET search_path = pgjobs, pg_catalog, pg_temp
 AS $$
 DECLARE
-    found pgj_schedule_ := pgj_schedule_find_('pgj_update_schedule', 1, p_name);
+    target pgj_schedule_ := pgj_schedule_find_('pgj_update_schedule', 1, p_name);
     s record := pgj_parse_schedule_(p_schedule, 'argument 2 of pgj_update_schedule');
 BEGIN
     UPDATE pgj_schedule_
     SET schtype = s.schtype, schyear = s.schyear, schmonth = s.schmonth, schday = s.schday,
         schhour = s.schhour, schminute = s.schminute, schtext = s.schcanonical
-    WHERE schid = found.schid;
+    WHERE schid = target.schid;
 END
 $$;
 COMMENT ON FUNCTION pgjobs.pgj_update_schedule(text, text) IS 'Changes the definition of schedule $1 to $2';
@@ -222,7 +224,7 @@ LANGUAGE plpgsql SECURITY DEFINER
 SET search_path = pgjobs, pg_catalog, pg_temp
 AS $$
 DECLARE
-    found pgj_schedule_ := pgj_schedule_find_('pgj_drop_schedule', 1, p_name);
+    target pgj_schedule_ := pgj_schedule_find_('pgj_drop_schedule', 1, p_name);
     users text;
 BEGIN
     IF p_force IS NULL THEN
@@ -231,16 +233,16 @@ BEGIN
     END IF;
     SELECT string_agg(jobname, ', ' ORDER BY jobname) INTO users
     FROM pgj_job_ j
-    WHERE j.jobstartschid = found.schid
-       OR EXISTS (SELECT FROM pgj_job_schedule_ js WHERE js.jsjobid = j.jobid AND js.jschid = found.schid);
+    WHERE j.jobstartschid = target.schid
+       OR EXISTS (SELECT FROM pgj_job_schedule_ js WHERE js.jsjobid = j.jobid AND js.jschid = target.schid);
     IF users IS NOT NULL AND NOT p_force THEN
         RAISE EXCEPTION 'pgj_drop_schedule: schedule "%" is used by jobs %', p_name, users
             USING ERRCODE = 'dependent_objects_still_exist',
                   HINT = 'pass true as argument 2 to detach it from these jobs and drop it';
     END IF;
-    DELETE FROM pgj_job_schedule_ WHERE jschid = found.schid;
-    UPDATE pgj_job_ SET jobstartschid = NULL, jobstartset = now() WHERE jobstartschid = found.schid;
-    DELETE FROM pgj_schedule_ WHERE schid = found.schid;
+    DELETE FROM pgj_job_schedule_ WHERE jschid = target.schid;
+    UPDATE pgj_job_ SET jobstartschid = NULL, jobstartset = now() WHERE jobstartschid = target.schid;
+    DELETE FROM pgj_schedule_ WHERE schid = target.schid;
 END
 $$;
 COMMENT ON FUNCTION pgjobs.pgj_drop_schedule(text, boolean) IS 'Drops schedule $1; if jobs use it, fails unless $2 is true, which detaches it from them';
@@ -323,26 +325,26 @@ LANGUAGE plpgsql SECURITY DEFINER
 SET search_path = pgjobs, pg_catalog, pg_temp
 AS $$
 DECLARE
-    found pgj_job_ := pgj_job_find_('pgj_update_job', 1, p_name);
+    target pgj_job_ := pgj_job_find_('pgj_update_job', 1, p_name);
 BEGIN
     IF p_new_name IS NOT NULL THEN
         PERFORM pgj_require_('pgj_update_job', 2, 'new job name', p_new_name);
         BEGIN
-            UPDATE pgj_job_ SET jobname = p_new_name WHERE jobid = found.jobid;
+            UPDATE pgj_job_ SET jobname = p_new_name WHERE jobid = target.jobid;
         EXCEPTION WHEN unique_violation THEN
             RAISE EXCEPTION 'pgj_update_job: argument 2: job name "%" is already taken', p_new_name
                 USING ERRCODE = 'duplicate_object', HINT = 'job names are unique in the database; choose another';
         END;
     END IF;
     IF p_new_call IS NOT NULL THEN
-        UPDATE pgj_job_ SET jobfunction = pgj_call_syntax_('pgj_update_job', 3, p_new_call) WHERE jobid = found.jobid;
+        UPDATE pgj_job_ SET jobfunction = pgj_call_syntax_('pgj_update_job', 3, p_new_call) WHERE jobid = target.jobid;
     END IF;
     IF p_new_start = '' THEN
-        UPDATE pgj_job_ SET jobstartschid = NULL, jobstartset = now() WHERE jobid = found.jobid;
+        UPDATE pgj_job_ SET jobstartschid = NULL, jobstartset = now() WHERE jobid = target.jobid;
     ELSIF p_new_start IS NOT NULL THEN
-        UPDATE pgj_job_ SET jobstartschid = (pgj_schedule_for_job_('pgj_update_job', 4, p_new_start, found.jobowner)).schid,
+        UPDATE pgj_job_ SET jobstartschid = (pgj_schedule_for_job_('pgj_update_job', 4, p_new_start, target.jobowner)).schid,
                             jobstartset = now()
-        WHERE jobid = found.jobid;
+        WHERE jobid = target.jobid;
     END IF;
 END
 $$;

@@ -1,0 +1,380 @@
+package agent_test
+
+import (
+	"bytes"
+	"context"
+	"log/slog"
+	"os"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/pgjobs/pgjobs/agent"
+	"github.com/pgjobs/pgjobs/internal/fakeclock"
+	"github.com/pgjobs/pgjobs/internal/pgtest"
+	"github.com/pgjobs/pgjobs/sqlschema"
+)
+
+var cluster *pgtest.Cluster
+
+func TestMain(m *testing.M) { os.Exit(pgtest.Main(m, &cluster)) }
+
+// t0 is the fake clock's start in the tests: a Friday, 10:00 UTC.
+var t0 = time.Date(2026, 11, 20, 10, 0, 0, 0, time.UTC)
+
+const jobFunctions = `
+CREATE TABLE calls (job text, at timestamptz DEFAULT clock_timestamp());
+GRANT ALL ON calls TO PUBLIC;
+CREATE FUNCTION note(job text) RETURNS void LANGUAGE sql AS $$ INSERT INTO calls (job) VALUES (job) $$;
+CREATE FUNCTION fail() RETURNS void LANGUAGE plpgsql AS $$ BEGIN RAISE EXCEPTION 'failing on purpose' USING ERRCODE = 'P0042'; END $$;
+CREATE FUNCTION slow(job text, seconds float) RETURNS void LANGUAGE sql AS $$ SELECT pg_sleep(seconds); INSERT INTO calls (job) VALUES (job) $$;
+`
+
+// testDB is an enabled database with the test functions.
+type testDB struct {
+	name string
+	conn *pgx.Conn // superuser session for setting up and checking
+}
+
+func newTestDB(t *testing.T) testDB {
+	t.Helper()
+	name := cluster.NewDatabase(t)
+	conn := cluster.Connect(t, name)
+	if err := sqlschema.Install(context.Background(), conn); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := conn.Exec(context.Background(), jobFunctions); err != nil {
+		t.Fatal(err)
+	}
+	return testDB{name: name, conn: cluster.Connect(t, name)} // a new session: the search_path now has pgjobs
+}
+
+func (d testDB) exec(t *testing.T, sql string, args ...any) {
+	t.Helper()
+	if _, err := d.conn.Exec(context.Background(), sql, args...); err != nil {
+		t.Fatalf("%s: %v", sql, err)
+	}
+}
+
+// runs returns the run history as "job status scheduled" lines in run order.
+func (d testDB) runs(t *testing.T) []string {
+	t.Helper()
+	rows, _ := d.conn.Query(context.Background(), `SELECT runjobname || ' ' || runstatus || ' ' ||
+		coalesce(to_char(runscheduled AT TIME ZONE 'UTC', 'HH24:MI'), 'startup') ||
+		coalesce(' ' || runsqlstate, '') FROM pgjobs.pgj_run_ ORDER BY runid`)
+	lines, err := pgx.CollectRows(rows, pgx.RowTo[string])
+	if err != nil {
+		t.Fatal(err)
+	}
+	return lines
+}
+
+// waitRuns waits until the run history has n rows that are not running, and returns them.
+func (d testDB) waitRuns(t *testing.T, n int) []string {
+	t.Helper()
+	deadline := time.Now().Add(15 * time.Second)
+	for {
+		var done int
+		if err := d.conn.QueryRow(context.Background(), "SELECT count(*) FROM pgjobs.pgj_run_ WHERE runstatus <> 'running'").Scan(&done); err != nil {
+			t.Fatal(err)
+		}
+		if done >= n {
+			return d.runs(t)
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("waited for %d finished runs; have %v", n, d.runs(t))
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// lockedBuffer collects log output from many goroutines.
+type lockedBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (b *lockedBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+func (b *lockedBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
+}
+
+// startAgent runs a master agent on the databases with a fake clock at t0 and stops it when the
+// test ends.
+func startAgent(t *testing.T, clock agent.Clock, dbs ...testDB) (*agent.Master, *lockedBuffer) {
+	t.Helper()
+	logs := &lockedBuffer{}
+	logger := slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
+	m := agent.NewMaster(agent.Options{
+		Clock:    clock,
+		Location: time.UTC,
+		Start:    t0,
+		Name:     "test " + t.Name(),
+		RetryMin: 50 * time.Millisecond,
+		RetryMax: 200 * time.Millisecond,
+		Logger:   func(id, level int) *slog.Logger { return logger.With("db", id) },
+	}, logger)
+	var rows []agent.Database
+	for i, d := range dbs {
+		rows = append(rows, agent.Database{ID: i + 1, DSN: cluster.DSN(d.name), LogLevel: 5})
+	}
+	m.Apply(rows)
+	t.Cleanup(func() {
+		m.Stop(5 * time.Second)
+		if t.Failed() {
+			t.Logf("agent log:\n%s", logs.String())
+		}
+	})
+	return m, logs
+}
+
+func mustSleepUntil(t *testing.T, clock *fakeclock.Clock, at time.Time) {
+	t.Helper()
+	if !clock.WaitForTimer(at, 15*time.Second) {
+		t.Fatalf("the agent did not go to sleep until %s", at.Format(time.TimeOnly))
+	}
+}
+
+func TestStartupJobRunsOnceAtStart(t *testing.T) {
+	t.Parallel()
+	db := newTestDB(t)
+	db.exec(t, "SELECT pgj_create_startup_job('Warm', 'note(''Warm'')')")
+	clock := fakeclock.New(t0)
+	startAgent(t, clock, db)
+	if got := db.waitRuns(t, 1); strings.Join(got, ";") != "Warm ok startup" {
+		t.Fatalf("runs = %v", got)
+	}
+}
+
+func TestFiresOnScheduleAndRecordsTheNextPlan(t *testing.T) {
+	t.Parallel()
+	db := newTestDB(t)
+	db.exec(t, `SELECT pgj_create_schedule('Every5', 'I 0:05'), pgj_create_schedule('At07', 'D 07'),
+		pgj_create_job('Five', 'note(''Five'')', null, 'Every5'), pgj_create_job('Hourly', 'note(''Hourly'')', null, 'At07')`)
+	clock := fakeclock.New(t0)
+	startAgent(t, clock, db)
+	mustSleepUntil(t, clock, t0.Add(5*time.Minute))
+	var next time.Time
+	if err := db.conn.QueryRow(context.Background(), "SELECT jobnextrun FROM pgjobs.pgj_job_ WHERE jobname = 'Hourly'").Scan(&next); err != nil || !next.Equal(t0.Add(7*time.Minute)) {
+		t.Fatalf("planned run of Hourly = %v, %v; want 10:07", next, err)
+	}
+	clock.Set(t0.Add(5 * time.Minute))
+	db.waitRuns(t, 1)
+	mustSleepUntil(t, clock, t0.Add(7*time.Minute))
+	clock.Set(t0.Add(7 * time.Minute))
+	db.waitRuns(t, 2)
+	mustSleepUntil(t, clock, t0.Add(10*time.Minute))
+	clock.Set(t0.Add(10 * time.Minute))
+	got := db.waitRuns(t, 3)
+	if want := "Five ok 10:05;Hourly ok 10:07;Five ok 10:10"; strings.Join(got, ";") != want {
+		t.Fatalf("runs = %v, want %s", got, want)
+	}
+	var calls int
+	if err := db.conn.QueryRow(context.Background(), "SELECT count(*) FROM calls").Scan(&calls); err != nil || calls != 3 {
+		t.Fatalf("calls = %d, %v", calls, err)
+	}
+}
+
+func TestJobCreatedWhileSleepingFires(t *testing.T) {
+	t.Parallel()
+	db := newTestDB(t)
+	clock := fakeclock.New(t0)
+	_, logs := startAgent(t, clock, db)
+	deadline := time.Now().Add(10 * time.Second)
+	for !strings.Contains(logs.String(), "no job to fire") {
+		if time.Now().After(deadline) {
+			t.Fatal("the agent never slept")
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	db.exec(t, "SELECT pgj_create_schedule('At03', 'D 03'), pgj_create_job('Late', 'note(''Late'')', null, 'At03')")
+	mustSleepUntil(t, clock, t0.Add(3*time.Minute))
+	clock.Set(t0.Add(3 * time.Minute))
+	if got := db.waitRuns(t, 1); strings.Join(got, ";") != "Late ok 10:03" {
+		t.Fatalf("runs = %v", got)
+	}
+}
+
+func TestFailuresAreRecordedWithSQLState(t *testing.T) {
+	t.Parallel()
+	db := newTestDB(t)
+	db.exec(t, "SELECT pgj_create_schedule('At01', 'D 01'), pgj_create_job('Broken', 'fail()', null, 'At01')")
+	clock := fakeclock.New(t0)
+	startAgent(t, clock, db)
+	mustSleepUntil(t, clock, t0.Add(time.Minute))
+	clock.Set(t0.Add(time.Minute))
+	if got := db.waitRuns(t, 1); strings.Join(got, ";") != "Broken error 10:01 P0042" {
+		t.Fatalf("runs = %v", got)
+	}
+	var message, status string
+	if err := db.conn.QueryRow(context.Background(), "SELECT runmessage, (SELECT last_status FROM pgj_jobs) FROM pgjobs.pgj_run_").Scan(&message, &status); err != nil {
+		t.Fatal(err)
+	}
+	if message != "failing on purpose" || status != "error" {
+		t.Fatalf("message %q, last status %q", message, status)
+	}
+}
+
+func TestOverlappingFireIsSkipped(t *testing.T) {
+	t.Parallel()
+	db := newTestDB(t)
+	db.exec(t, "SELECT pgj_create_schedule('Every1', 'I 0:01'), pgj_create_job('Slow', 'slow(''Slow'', 1.5)', null, 'Every1')")
+	clock := fakeclock.New(t0)
+	startAgent(t, clock, db)
+	mustSleepUntil(t, clock, t0.Add(time.Minute))
+	clock.Set(t0.Add(time.Minute))
+	mustSleepUntil(t, clock, t0.Add(2*time.Minute))
+	clock.Set(t0.Add(2 * time.Minute)) // the first run sleeps 1.5 s: still going
+	got := db.waitRuns(t, 2)
+	if want := "Slow skipped 10:02;Slow ok 10:01"; strings.Join(got[len(got)-2:], ";") != want && strings.Join(got, ";") != "Slow running 10:01;Slow skipped 10:02" {
+		sorted := strings.Join(got, ";")
+		if !strings.Contains(sorted, "Slow skipped 10:02") || !strings.Contains(sorted, "Slow ok 10:01") {
+			t.Fatalf("runs = %v, want an ok run at 10:01 and a skipped one at 10:02", got)
+		}
+	}
+}
+
+// TestJobsRunWithTheirOwnersPrivileges: alice's job cannot do what alice cannot, RESET ROLE or not.
+func TestJobsRunWithTheirOwnersPrivileges(t *testing.T) {
+	t.Parallel()
+	db := newTestDB(t)
+	alice := cluster.NewRole(t, "alice", db.name)
+	db.exec(t, `CREATE TABLE secret (n int); INSERT INTO secret VALUES (1);
+		CREATE FUNCTION steal() RETURNS void LANGUAGE plpgsql AS $$
+		BEGIN RESET ROLE; RESET SESSION AUTHORIZATION; DELETE FROM secret; END $$;
+		CREATE FUNCTION whoami() RETURNS void LANGUAGE sql AS $$ INSERT INTO calls (job) VALUES (session_user || '/' || current_user) $$`)
+	aliceConn := cluster.ConnectAs(t, db.name, alice)
+	if _, err := aliceConn.Exec(context.Background(), `SELECT pgj_create_schedule('At01', 'D 01'),
+		pgj_create_job('Steal', 'steal()', null, 'At01'), pgj_create_job('Who', 'whoami()', null, 'At01')`); err != nil {
+		t.Fatal(err)
+	}
+	clock := fakeclock.New(t0)
+	startAgent(t, clock, db)
+	mustSleepUntil(t, clock, t0.Add(time.Minute))
+	clock.Set(t0.Add(time.Minute))
+	got := strings.Join(db.waitRuns(t, 2), ";")
+	if !strings.Contains(got, "Steal error 10:01 42501") || !strings.Contains(got, "Who ok 10:01") {
+		t.Fatalf("runs = %s", got)
+	}
+	var secrets int
+	var who string
+	if err := db.conn.QueryRow(context.Background(), "SELECT (SELECT count(*) FROM secret), (SELECT job FROM calls)").Scan(&secrets, &who); err != nil {
+		t.Fatal(err)
+	}
+	if secrets != 1 || who != alice+"/"+alice {
+		t.Fatalf("secret rows %d (want 1), job ran as %q (want %s/%s)", secrets, who, alice, alice)
+	}
+}
+
+// TestTwoAgentsFireEachRunOnce: two agents on one database; only the active one fires; when it
+// stops, the other takes over.
+func TestTwoAgentsFireEachRunOnce(t *testing.T) {
+	t.Parallel()
+	db := newTestDB(t)
+	db.exec(t, "SELECT pgj_create_schedule('Every1', 'I 0:01'), pgj_create_job('Tick', 'note(''Tick'')', null, 'Every1')")
+	clock := fakeclock.New(t0)
+	first, _ := startAgent(t, clock, db)
+	mustSleepUntil(t, clock, t0.Add(time.Minute))
+	startAgent(t, clock, db)
+	for i := 1; i <= 10; i++ {
+		at := t0.Add(time.Duration(i) * time.Minute)
+		mustSleepUntil(t, clock, at)
+		clock.Set(at)
+		db.waitRuns(t, i)
+		if i == 5 {
+			first.Stop(5 * time.Second) // the second takes over
+		}
+	}
+	rows, _ := db.conn.Query(context.Background(), `SELECT to_char(runscheduled AT TIME ZONE 'UTC', 'HH24:MI') || ' x' || count(*)
+		FROM pgjobs.pgj_run_ WHERE runstatus = 'ok' GROUP BY runscheduled HAVING count(*) > 1`)
+	twice, err := pgx.CollectRows(rows, pgx.RowTo[string])
+	if err != nil || len(twice) > 0 {
+		t.Fatalf("fires run more than once: %v %v", twice, err)
+	}
+	var agents int
+	if err := db.conn.QueryRow(context.Background(), "SELECT count(DISTINCT runsession) FROM pgjobs.pgj_run_").Scan(&agents); err != nil || agents != 2 {
+		t.Fatalf("runs by %d leader sessions, want 2 (before and after the takeover): %v", agents, err)
+	}
+}
+
+func TestSoftStopWaitsForRunsAndCancelsAfterGrace(t *testing.T) {
+	t.Parallel()
+	db := newTestDB(t)
+	db.exec(t, `SELECT pgj_create_startup_job('Short', 'slow(''Short'', 0.5)'), pgj_create_startup_job('Long', 'slow(''Long'', 60)')`)
+	m, _ := startAgent(t, agent.RealClock{}, db)
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		var running int
+		if err := db.conn.QueryRow(context.Background(), "SELECT count(*) FROM pgjobs.pgj_run_ WHERE runstatus = 'running'").Scan(&running); err != nil {
+			t.Fatal(err)
+		}
+		if running == 2 || time.Now().After(deadline) {
+			break
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	start := time.Now()
+	m.Stop(2 * time.Second)
+	if took := time.Since(start); took > 10*time.Second {
+		t.Fatalf("Stop took %s", took)
+	}
+	got := strings.Join(db.runs(t), ";")
+	if !strings.Contains(got, "Short ok startup") || !strings.Contains(got, "Long cancelled startup") {
+		t.Fatalf("runs after the stop: %s", got)
+	}
+}
+
+// TestDatabaseOutage: the server stops while a job is due; the agent retries, recovers, records
+// the missed fire once and goes on; nothing panics or exits.
+func TestDatabaseOutage(t *testing.T) {
+	if !cluster.Own() {
+		t.Skip("the server of " + pgtest.DSNVariable + " cannot be stopped")
+	}
+	db := newTestDB(t)
+	db.exec(t, "SELECT pgj_create_schedule('Every1', 'I 0:01'), pgj_create_job('Tick', 'note(''Tick'')', null, 'Every1')")
+	clock := fakeclock.New(t0)
+	_, logs := startAgent(t, clock, db)
+	mustSleepUntil(t, clock, t0.Add(time.Minute))
+	clock.Set(t0.Add(time.Minute))
+	db.waitRuns(t, 1)
+	mustSleepUntil(t, clock, t0.Add(2*time.Minute))
+
+	ctx := context.Background()
+	if err := cluster.StopServer(ctx); err != nil {
+		t.Fatal(err)
+	}
+	clock.Set(t0.Add(4*time.Minute + 30*time.Second)) // 10:02, 10:03 and 10:04 pass with no database
+	time.Sleep(300 * time.Millisecond)
+	if err := cluster.StartServer(ctx); err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(20 * time.Second)
+	for !strings.Contains(logs.String(), "database reachable again") {
+		if time.Now().After(deadline) {
+			t.Fatalf("the agent did not recover:\n%s", logs.String())
+		}
+		clock.Advance(time.Second) // the retry pauses run on the agent's clock
+		time.Sleep(50 * time.Millisecond)
+	}
+	db.conn = cluster.Connect(t, db.name)
+	got := db.waitRuns(t, 2)
+	if want := "Tick ok 10:01;Tick missed 10:02"; strings.Join(got, ";") != want {
+		t.Fatalf("runs = %v, want %s", got, want)
+	}
+	if n := strings.Count(logs.String(), "database lost"); n != 1 {
+		t.Errorf("the outage was logged %d times at the error level, want 1", n)
+	}
+	var message string
+	if err := db.conn.QueryRow(ctx, "SELECT runmessage FROM pgjobs.pgj_run_ WHERE runstatus = 'missed'").Scan(&message); err != nil || !strings.HasPrefix(message, "3 fires from 2026-11-20T10:02:00Z to 2026-11-20T10:04:00Z were missed") {
+		t.Fatalf("missed message %q, %v", message, err)
+	}
+}
