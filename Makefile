@@ -11,7 +11,7 @@ LDFLAGS := -X main.version=$(VERSION) -X main.commit=$(COMMIT) -X main.date=$(DA
 COMMANDS := $(notdir $(wildcard cmd/*))
 
 .DEFAULT_GOAL := help
-.PHONY: help deps build test vet staticcheck bench fuzz clean
+.PHONY: help deps build test vet staticcheck bench fuzz demo clean
 
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-12s %s\n", $$1, $$2}'
@@ -40,6 +40,9 @@ staticcheck:
 
 test: vet staticcheck ## go vet, staticcheck and go test -race ./... (tests start their own PostgreSQL)
 	$(GO) test -race ./...
+
+demo: build ## run the agent on a throwaway cluster with sample jobs until Ctrl-C (DEMO_ARGS=--for=90s to stop by itself)
+	$(GO) run ./internal/demo -bin bin $(DEMO_ARGS)
 
 bench: ## run the benchmarks and print their figures
 	$(GO) test -run '^$$' -bench . -benchmem ./schedule | $(GO) run ./bench/ratio
