@@ -1,0 +1,256 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/pgjobs/pgjobs/internal/pgtest"
+	"github.com/pgjobs/pgjobs/sqlschema"
+)
+
+var (
+	binary  string
+	cluster *pgtest.Cluster
+)
+
+func TestMain(m *testing.M) { os.Exit(buildAndRun(m)) }
+
+func buildAndRun(m *testing.M) int {
+	dir, err := os.MkdirTemp("", "pgjobsagent-test-")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	defer os.RemoveAll(dir)
+	binary = filepath.Join(dir, "pgjobsagent")
+	if out, err := exec.Command("go", "build", "-o", binary, ".").CombinedOutput(); err != nil {
+		fmt.Fprintf(os.Stderr, "build pgjobsagent: %v\n%s", err, out)
+		return 1
+	}
+	return pgtest.Main(m, &cluster)
+}
+
+// enabled returns an enabled database with a startup job, and a configuration file naming it
+// at loglevel level.
+func enabled(t *testing.T, level int) (db, conf string) {
+	t.Helper()
+	ctx := context.Background()
+	db = cluster.NewDatabase(t)
+	conn := cluster.Connect(t, db)
+	if err := sqlschema.Install(ctx, conn); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := conn.Exec(ctx, `CREATE TABLE hits (at timestamptz DEFAULT now());
+		CREATE FUNCTION hit() RETURNS void LANGUAGE sql AS 'INSERT INTO hits DEFAULT VALUES';
+		SELECT pgjobs.pgj_create_startup_job('Hit', 'hit()');
+		CREATE FUNCTION boom() RETURNS void LANGUAGE plpgsql AS $$ BEGIN RAISE EXCEPTION 'boom'; END $$;
+		SELECT pgjobs.pgj_create_startup_job('Boom', 'boom()')`); err != nil {
+		t.Fatal(err)
+	}
+	conf = filepath.Join(t.TempDir(), "pgjobs.conf")
+	text := fmt.Sprintf("system=1.00\nmaster=%d\n7=%s|%d|%s|%d|%s|none|none\n", level, cluster.Host(), cluster.Port(), db, level, cluster.User())
+	if err := os.WriteFile(conf, []byte(text), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return db, conf
+}
+
+// agentProcess is a running pgjobsagent.
+type agentProcess struct {
+	cmd    *exec.Cmd
+	stderr *bytes.Buffer
+	logDir string
+}
+
+func startAgent(t *testing.T, conf string, extra ...string) *agentProcess {
+	t.Helper()
+	p := &agentProcess{stderr: &bytes.Buffer{}, logDir: filepath.Join(t.TempDir(), "log")}
+	p.cmd = exec.Command(binary, append([]string{"--config", conf, "--log-dir", p.logDir, "--grace", "2s"}, extra...)...)
+	p.cmd.Stderr = p.stderr
+	if err := p.cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if p.cmd.ProcessState == nil {
+			_ = p.cmd.Process.Kill()
+			_ = p.cmd.Wait()
+		}
+	})
+	return p
+}
+
+func (p *agentProcess) stop(t *testing.T, sig syscall.Signal) int {
+	t.Helper()
+	if err := p.cmd.Process.Signal(sig); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- p.cmd.Wait() }()
+	select {
+	case <-done:
+	case <-time.After(20 * time.Second):
+		t.Fatalf("pgjobsagent did not stop on %v", sig)
+	}
+	return p.cmd.ProcessState.ExitCode()
+}
+
+// logLines returns the lines of an agent's log of today.
+func (p *agentProcess) logLines(t *testing.T, agent string) []string {
+	t.Helper()
+	data, err := os.ReadFile(filepath.Join(p.logDir, agent, time.Now().Format("2006.01.02")+".log"))
+	if err != nil {
+		return nil
+	}
+	return strings.Split(strings.TrimSuffix(string(data), "\n"), "\n")
+}
+
+func waitFor(t *testing.T, what string, ok func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(20 * time.Second)
+	for !ok() {
+		if time.Now().After(deadline) {
+			t.Fatalf("waited in vain for %s", what)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+var logLine = regexp.MustCompile(`^\d{4}\.\d{2}\.\d{2}\|\d{2}:\d{2}:\d{2}\.\d{3}\|[a-z]+\|.+$`)
+
+func containsLine(lines []string, part string) bool {
+	for _, l := range lines {
+		if strings.Contains(l, part) {
+			return true
+		}
+	}
+	return false
+}
+
+// TestLogsAtEachLevel: the spec's paths and line format; level 0 has only errors, 1 adds the
+// essential events, 2 each run, 5 debugging.
+func TestLogsAtEachLevel(t *testing.T) {
+	t.Parallel()
+	for _, tt := range []struct {
+		level                     int
+		essential, eachRun, debug bool
+	}{
+		{0, false, false, false},
+		{1, true, false, false},
+		{2, true, true, false},
+		{5, true, true, true},
+	} {
+		t.Run(strconv.Itoa(tt.level), func(t *testing.T) {
+			t.Parallel()
+			db, conf := enabled(t, tt.level)
+			p := startAgent(t, conf)
+			conn := cluster.Connect(t, db)
+			waitFor(t, "both startup runs", func() bool {
+				var n int
+				err := conn.QueryRow(context.Background(), "SELECT count(*) FROM pgjobs.pgj_run_ WHERE runstatus <> 'running'").Scan(&n)
+				return err == nil && n == 2
+			})
+			if code := p.stop(t, syscall.SIGTERM); code != 0 {
+				t.Fatalf("exit code %d after SIGTERM; stderr %s", code, p.stderr)
+			}
+			dbLog, master := p.logLines(t, "7"), p.logLines(t, "master")
+			for _, l := range append(append([]string{}, dbLog...), master...) {
+				if l != "" && !logLine.MatchString(l) {
+					t.Errorf("not a date|time|status|message line: %q", l)
+				}
+			}
+			checks := []struct {
+				lines []string
+				part  string
+				want  bool
+			}{
+				{dbLog, "|firing|job Boom failed: boom", tt.essential}, // "job failed" is essential (level 1)
+				{dbLog, "|starting|active on ", tt.essential},
+				{master, "|starting|pgjobsagent starting", tt.essential},
+				{master, "|stopped|pgjobsagent stopped", tt.essential},
+				{dbLog, "|firing|job Hit done", tt.eachRun},
+				{dbLog, "|sleeping|", tt.debug},
+			}
+			for _, c := range checks {
+				if containsLine(c.lines, c.part) != c.want {
+					t.Errorf("level %d: line with %q present = %v, want %v\ndb log:\n%s\nmaster log:\n%s", tt.level, c.part, !c.want, c.want, strings.Join(dbLog, "\n"), strings.Join(master, "\n"))
+				}
+			}
+		})
+	}
+}
+
+func TestCheckConfig(t *testing.T) {
+	t.Parallel()
+	db, conf := enabled(t, 0)
+	out, err := exec.Command(binary, "--check-config", "--config", conf).CombinedOutput()
+	if err != nil || !strings.Contains(string(out), fmt.Sprintf("agent 7 (%s:%d/%s): ok", cluster.Host(), cluster.Port(), db)) {
+		t.Fatalf("check of a good configuration: %v\n%s", err, out)
+	}
+	bad := filepath.Join(t.TempDir(), "bad.conf")
+	other := cluster.NewDatabase(t)
+	text := fmt.Sprintf("system=1.00\nmaster=0\n1=%s|%d|%s|0|%s|none\n", cluster.Host(), cluster.Port(), other, cluster.User())
+	if err := os.WriteFile(bad, []byte(text), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command(binary, "--check-config", "--config", bad)
+	out, _ = cmd.CombinedOutput()
+	if cmd.ProcessState.ExitCode() != 1 || !strings.Contains(string(out), "pgjobs is not enabled in this database") {
+		t.Fatalf("check of an unenabled database: exit %d\n%s", cmd.ProcessState.ExitCode(), out)
+	}
+	if err := os.WriteFile(bad, []byte("master=9\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	cmd = exec.Command(binary, "--check-config", "--config", bad)
+	out, _ = cmd.CombinedOutput()
+	if cmd.ProcessState.ExitCode() != 1 || !strings.Contains(string(out), bad+`:1: master loglevel "9" is out of range 0..5`) {
+		t.Fatalf("check of a broken file: exit %d\n%s", cmd.ProcessState.ExitCode(), out)
+	}
+}
+
+// TestReloadKeepsTheLastGoodConfiguration: a broken file is logged with file:line and changes
+// nothing; a good change is applied without a restart.
+func TestReloadKeepsTheLastGoodConfiguration(t *testing.T) {
+	t.Parallel()
+	_, conf := enabled(t, 1)
+	p := startAgent(t, conf, "--pidfile", filepath.Join(t.TempDir(), "agent.pid"))
+	waitFor(t, "the agent to be active", func() bool { return containsLine(p.logLines(t, "7"), "active on") })
+	good, _ := os.ReadFile(conf)
+	if err := os.WriteFile(conf, append(good, []byte("8=nohost|5432|x|9|postgres|none\n")...), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "the broken file to be reported", func() bool {
+		return containsLine(p.logLines(t, "master"), `configuration not reloaded, the last good one stays: `+conf+`:4: loglevel "9" is out of range 0..5`)
+	})
+	db2, _ := enabled(t, 1)
+	row := fmt.Sprintf("9=%s|%d|%s|1|%s|none\n", cluster.Host(), cluster.Port(), db2, cluster.User())
+	if err := os.WriteFile(conf, append(good, []byte(row)...), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "the added database's agent", func() bool { return containsLine(p.logLines(t, "9"), "active on") })
+	if code := p.stop(t, syscall.SIGINT); code != 0 {
+		t.Fatalf("exit code %d after SIGINT", code)
+	}
+}
+
+func TestUsage(t *testing.T) {
+	t.Parallel()
+	cmd := exec.Command(binary, "--bogus")
+	out, _ := cmd.CombinedOutput()
+	if cmd.ProcessState.ExitCode() != 2 || !strings.Contains(string(out), "flag provided but not defined: -bogus") {
+		t.Fatalf("exit %d: %s", cmd.ProcessState.ExitCode(), out)
+	}
+	out, err := exec.Command(binary, "--help").CombinedOutput()
+	if err != nil || !strings.Contains(string(out), "Example:") {
+		t.Fatalf("--help: %v %s", err, out)
+	}
+}
