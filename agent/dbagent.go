@@ -25,6 +25,9 @@ const (
 	statusStopping     = "stopping"
 )
 
+// warmLead is how long before a fire the agent opens the sessions it needs.
+const warmLead = 2 * time.Second
+
 // dbAgent serves one database: it holds the leader lock, plans the jobs and fires them.
 type dbAgent struct {
 	db  Database
@@ -49,17 +52,19 @@ type dbAgent struct {
 	session     int  // backend pid of the leader session
 }
 
+// pendingFinish is a run end to record; runID is 0 when the run has no row yet.
 type pendingFinish struct {
+	run    sqlschema.Run
 	runID  int64
 	result sqlschema.RunResult
 }
 
 func newDBAgent(db Database, opt Options, runCtx context.Context) *dbAgent {
 	return &dbAgent{
-		db:     db,
-		opt:    opt,
-		log:    opt.Logger(db.ID, db.LogLevel),
-		runCtx: runCtx,
+		db:      db,
+		opt:     opt,
+		log:     opt.Logger(db.ID, db.LogLevel),
+		runCtx:  runCtx,
 		slots:   make(chan struct{}, opt.MaxRuns),
 		running: map[int]bool{},
 		pools:   map[string]*pgxpool.Pool{},
@@ -206,23 +211,36 @@ func (a *dbAgent) loop(ctx context.Context, records *pgxpool.Pool, changes <-cha
 			a.fire(j, nil)
 		}
 	}
+	var warmed time.Time            // the fire whose sessions are open
+	var writePlans <-chan time.Time // when to record the plans changed by fires
 	for {
 		now = a.opt.Clock.Now()
-		for _, due := range p.due(now) {
+		fires := p.due(now)
+		for _, due := range fires {
 			at := due.at
 			a.fire(due.job, &at)
 		}
-		if changed := p.changedPlans(); len(changed.ids) > 0 {
-			if err := sqlschema.JobPlan(ctx, records, changed.ids, changed.next); err != nil {
+		switch {
+		case len(fires) > 0 && writePlans == nil:
+			writePlans = time.After(runningRowAfter) // after the runs have started
+		case len(fires) == 0 && writePlans == nil:
+			if err := a.recordPlans(ctx, records, p); err != nil {
 				return err
 			}
 		}
 		var wake <-chan time.Time
 		var timer Timer
 		if next, ok := p.earliest(); ok {
-			timer = a.opt.Clock.NewTimer(next.Sub(a.opt.Clock.Now()))
+			sleepUntil := next
+			if warmAt := next.Add(-warmLead); !next.Equal(warmed) && warmAt.After(a.opt.Clock.Now()) {
+				sleepUntil = warmAt // wake early to open the sessions the fire needs
+			} else if !next.Equal(warmed) {
+				a.warm(p.dueAt(next))
+				warmed = next
+			}
+			timer = a.opt.Clock.NewTimer(sleepUntil.Sub(a.opt.Clock.Now()))
 			wake = timer.C()
-			a.logf(agentlog.LevelDebug, statusSleeping, "sleeping until %s", next.Format(time.RFC3339))
+			a.logf(agentlog.LevelDebug, statusSleeping, "sleeping until %s", sleepUntil.Format(time.RFC3339Nano))
 		} else {
 			a.logf(agentlog.LevelDebug, statusSleeping, "no job to fire; sleeping until a change")
 		}
@@ -241,9 +259,24 @@ func (a *dbAgent) loop(ctx context.Context, records *pgxpool.Pool, changes <-cha
 			}
 			p.load(stored, a.opt.Clock.Now(), a.log)
 			a.logf(agentlog.LevelInfo, statusSleeping, "jobs reloaded after a change: %d jobs", len(stored))
+		case <-writePlans:
+			stopTimer(timer)
+			writePlans = nil
+			if err := a.recordPlans(ctx, records, p); err != nil {
+				return err
+			}
 		case <-wake:
 		}
 	}
+}
+
+// recordPlans writes the next planned runs that changed.
+func (a *dbAgent) recordPlans(ctx context.Context, records *pgxpool.Pool, p *planner) error {
+	changed := p.changedPlans()
+	if len(changed.ids) == 0 {
+		return nil
+	}
+	return sqlschema.JobPlan(ctx, records, changed.ids, changed.next)
 }
 
 func stopTimer(t Timer) {
@@ -281,21 +314,35 @@ func (a *dbAgent) fire(j *job, scheduled *time.Time) {
 	}()
 }
 
+// runningRowAfter is how long a run goes on before its "running" row is written. A shorter run is
+// recorded once, when it ends, in one statement: at a busy minute the bookkeeping then takes
+// nothing from the runs' start. A run cut short by the agent's death before this leaves no row.
+const runningRowAfter = 200 * time.Millisecond
+
 // execute runs a job on a session of its owner and records the run.
 func (a *dbAgent) execute(j *job, scheduled *time.Time) {
-	ctx := a.runCtx
 	records, err := a.recordsPool()
 	if err != nil {
 		a.logf(agentlog.LevelError, statusFiring, "job %s not run: %v", j.name, err)
 		return
 	}
-	runID, err := sqlschema.RunStart(ctx, records, j.id, j.name, j.owner, scheduled, a.opt.Name, a.session)
-	if err != nil {
-		a.logf(agentlog.LevelError, statusFiring, "job %s not run: %v", j.name, err)
-		return
-	}
+	run := sqlschema.Run{JobID: j.id, JobName: j.name, Owner: j.owner, Scheduled: scheduled,
+		Agent: a.opt.Name, Session: a.session, Started: a.opt.Clock.Now()}
 	a.logf(agentlog.LevelInfo, statusFiring, "job %s started: SELECT %s as %s", j.name, j.call, j.owner)
-	result := a.runCall(ctx, j)
+	results := make(chan sqlschema.RunResult, 1)
+	go func() { results <- a.runCall(a.runCtx, j) }()
+	runID := int64(0)
+	var result sqlschema.RunResult
+	long := time.NewTimer(runningRowAfter) // real time: bookkeeping, not a schedule
+	select {
+	case result = <-results:
+		<-long.C // let the other runs of this minute start before the bookkeeping
+	case <-long.C:
+		if runID, err = sqlschema.RunStart(a.runCtx, records, run); err != nil {
+			a.logf(agentlog.LevelError, statusFiring, "job %s: %v", j.name, err)
+		}
+		result = <-results
+	}
 	switch result.Status {
 	case "ok":
 		a.logf(agentlog.LevelInfo, statusFiring, "job %s done", j.name)
@@ -305,22 +352,41 @@ func (a *dbAgent) execute(j *job, scheduled *time.Time) {
 	// Record the end even when the agent is stopping: a fresh context, bounded.
 	recordCtx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	if err := sqlschema.RunFinish(recordCtx, records, runID, result); err != nil {
+	if runID == 0 {
+		err = sqlschema.RunInsert(recordCtx, records, run, result)
+	} else {
+		err = sqlschema.RunFinish(recordCtx, records, runID, result)
+	}
+	if err != nil {
 		a.logf(agentlog.LevelError, statusFiring, "job %s: %v; recording it when the database is back", j.name, err)
 		a.pendingMu.Lock()
-		a.pending = append(a.pending, pendingFinish{runID, result})
+		a.pending = append(a.pending, pendingFinish{run: run, runID: runID, result: result})
 		a.pendingMu.Unlock()
 	}
 }
 
-// runCall runs SELECT <call> in a transaction of its own on a session of the job's owner.
+// runCall runs SELECT <call>, a transaction of its own, on a session of the job's owner, and
+// then resets the session (DISCARD ALL) so that no run sees another's settings.
 func (a *dbAgent) runCall(ctx context.Context, j *job) sqlschema.RunResult {
 	pool, err := a.ownerPool(j.owner)
+	var conn *pgxpool.Conn
 	if err == nil {
-		err = pgx.BeginFunc(ctx, pool, func(tx pgx.Tx) error {
-			_, err := tx.Exec(ctx, "SELECT "+j.call, pgx.QueryExecModeSimpleProtocol)
-			return err
-		})
+		conn, err = pool.Acquire(ctx)
+	}
+	if err == nil {
+		_, err = conn.Exec(ctx, "SELECT "+j.call, pgx.QueryExecModeSimpleProtocol)
+		a.runs.Add(1)
+		go func(started time.Time) {
+			defer a.runs.Done()
+			// Later, so that the resets take nothing from the runs starting in the same minute.
+			time.Sleep(runningRowAfter - time.Since(started))
+			resetCtx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+			defer cancel()
+			if _, err := conn.Exec(resetCtx, "DISCARD ALL", pgx.QueryExecModeSimpleProtocol); err != nil {
+				conn.Conn().Close(resetCtx) // the pool drops it
+			}
+			conn.Release()
+		}(time.Now())
 	}
 	result := sqlschema.RunResult{Finished: a.opt.Clock.Now(), Status: "ok"}
 	if err == nil {
@@ -348,6 +414,43 @@ func (a *dbAgent) runCall(ctx context.Context, j *job) sqlschema.RunResult {
 		result.Message = fmt.Sprintf("cannot connect as role %s to run the job: %v; let the agent's OS user authenticate as %s: a pg_hba.conf rule for it, or a ~/.pgpass line for it", j.owner, err, j.owner)
 	}
 	return result
+}
+
+// warm opens, ahead of a fire, the sessions its runs will need: as many per owner as the owner
+// has jobs due then (up to MaxRuns), so that no run waits for a connection at its minute.
+// Opening a session sends no statement.
+func (a *dbAgent) warm(jobs []*job) {
+	need := map[string]int{}
+	for _, j := range jobs {
+		need[j.owner] = min(need[j.owner]+1, a.opt.MaxRuns)
+	}
+	for owner, n := range need {
+		pool, err := a.ownerPool(owner)
+		if err != nil {
+			continue // the run reports it
+		}
+		// Hold all n at once, else the pool hands the same session out again.
+		go func() {
+			ctx, cancel := context.WithTimeout(a.runCtx, 10*time.Second)
+			defer cancel()
+			conns := make(chan *pgxpool.Conn, n)
+			var opening sync.WaitGroup
+			for range n {
+				opening.Add(1)
+				go func() {
+					defer opening.Done()
+					if c, err := pool.Acquire(ctx); err == nil {
+						conns <- c
+					}
+				}()
+			}
+			opening.Wait()
+			close(conns)
+			for c := range conns {
+				c.Release()
+			}
+		}()
+	}
 }
 
 // recordSkipped records a fire skipped because the job's previous run was still going.
@@ -386,7 +489,13 @@ func (a *dbAgent) flushPending(ctx context.Context, records *pgxpool.Pool) {
 	a.pending = nil
 	a.pendingMu.Unlock()
 	for i, p := range pending {
-		if err := sqlschema.RunFinish(ctx, records, p.runID, p.result); err != nil {
+		var err error
+		if p.runID == 0 {
+			err = sqlschema.RunInsert(ctx, records, p.run, p.result)
+		} else {
+			err = sqlschema.RunFinish(ctx, records, p.runID, p.result)
+		}
+		if err != nil {
 			a.pendingMu.Lock()
 			a.pending = append(a.pending, pending[i:]...)
 			a.pendingMu.Unlock()
@@ -415,7 +524,7 @@ func (a *dbAgent) recordsPool() (*pgxpool.Pool, error) {
 	if a.records != nil {
 		return a.records, nil
 	}
-	pool, err := a.newPool("", 4)
+	pool, err := a.newPool("", 8)
 	if err != nil {
 		return nil, err
 	}
@@ -423,8 +532,7 @@ func (a *dbAgent) recordsPool() (*pgxpool.Pool, error) {
 	return pool, nil
 }
 
-// ownerPool returns the pool of sessions authenticated as a job owner. Each session is reset
-// (DISCARD ALL) when a run gives it back, so no run sees another's settings.
+// ownerPool returns the pool of sessions authenticated as a job owner.
 func (a *dbAgent) ownerPool(owner string) (*pgxpool.Pool, error) {
 	a.poolsMu.Lock()
 	defer a.poolsMu.Unlock()
@@ -452,12 +560,9 @@ func (a *dbAgent) newPool(user string, size int) (*pgxpool.Pool, error) {
 	poolCfg.MaxConns = int32(size)
 	if user != "" {
 		poolCfg.ConnConfig.RuntimeParams["application_name"] = applicationName(a.db.ID) + " job"
-		poolCfg.AfterRelease = func(c *pgx.Conn) bool {
-			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-			defer cancel()
-			_, err := c.Exec(ctx, "DISCARD ALL", pgx.QueryExecModeSimpleProtocol)
-			return err == nil
-		}
+		// No ping before a run: it would delay the run by a round trip. A dead session fails the
+		// run, which records why, and the pool drops it; outages reset the pools anyway.
+		poolCfg.ShouldPing = func(context.Context, pgxpool.ShouldPingParams) bool { return false }
 	}
 	pool, err := pgxpool.NewWithConfig(context.Background(), poolCfg)
 	if err != nil {

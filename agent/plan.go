@@ -18,6 +18,7 @@ type job struct {
 	startSet  time.Time          // when the start schedule was set: it gates from its first fire after this
 	every     []schedule.Schedule
 	plannedAt *time.Time // jobnextrun as the database has it: the fire planned before, if any
+	lastFire  *time.Time // the latest fire with a run row, if any
 }
 
 // activeFrom returns when a job becomes active: at once without a start schedule, else at the

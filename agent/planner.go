@@ -17,7 +17,7 @@ type planner struct {
 
 type plannedJob struct {
 	job      *job
-	next     time.Time // the next fire; zero when none
+	next     time.Time  // the next fire; zero when none
 	recorded *time.Time // the next fire as the database has it
 }
 
@@ -55,7 +55,7 @@ func (p *planner) load(stored []sqlschema.StoredJob, now time.Time, log *slog.Lo
 	jobs := make(map[int]*plannedJob, len(stored))
 	p.order = p.order[:0]
 	for _, s := range stored {
-		j := &job{id: s.ID, name: s.Name, call: s.Call, owner: s.Owner, startup: s.Startup, startSet: s.StartSet, plannedAt: s.NextRun}
+		j := &job{id: s.ID, name: s.Name, call: s.Call, owner: s.Owner, startup: s.Startup, startSet: s.StartSet, plannedAt: s.NextRun, lastFire: s.LastFire}
 		if err := j.parseJobSchedules(s.StartSchedule, s.Schedules, p.opt.Location, p.opt.Start); err != nil {
 			log.Error(err.Error(), "status", statusStarting)
 			continue
@@ -77,6 +77,14 @@ func (p *planner) missed(now time.Time) []missedFires {
 	for _, id := range p.order {
 		pj := p.jobs[id]
 		planned := pj.job.plannedAt
+		if planned != nil && pj.job.lastFire != nil && !planned.After(*pj.job.lastFire) {
+			// The planned fire ran; its next plan was not recorded before the agent stopped.
+			next, ok := pj.job.nextFire(*pj.job.lastFire)
+			planned = &next
+			if !ok {
+				planned = nil
+			}
+		}
 		if planned == nil || !planned.Before(now.Add(-time.Second)) {
 			continue
 		}
@@ -160,6 +168,17 @@ func sameTime(a, b *time.Time) bool {
 		return a == b
 	}
 	return a.Equal(*b)
+}
+
+// dueAt returns the jobs whose next fire is at.
+func (p *planner) dueAt(at time.Time) []*job {
+	var out []*job
+	for _, id := range p.order {
+		if pj := p.jobs[id]; pj.next.Equal(at) {
+			out = append(out, pj.job)
+		}
+	}
+	return out
 }
 
 // earliest returns the nearest planned fire.

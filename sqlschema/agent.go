@@ -55,6 +55,7 @@ type StoredJob struct {
 	NextRun       *time.Time // the run planned before, as the agent recorded it
 	StartSchedule *string    // canonical text, nil when none
 	Schedules     []string   // canonical texts of the recurrences
+	LastFire      *time.Time // the latest fire the run history has, nil when none
 }
 
 // JobLoad returns every job of the database.
@@ -65,7 +66,7 @@ func JobLoad(ctx context.Context, q Execer) ([]StoredJob, error) {
 	}
 	jobs, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (StoredJob, error) {
 		var j StoredJob
-		err := row.Scan(&j.ID, &j.Name, &j.Call, &j.Owner, &j.Startup, &j.StartSet, &j.NextRun, &j.StartSchedule, &j.Schedules)
+		err := row.Scan(&j.ID, &j.Name, &j.Call, &j.Owner, &j.Startup, &j.StartSet, &j.NextRun, &j.StartSchedule, &j.Schedules, &j.LastFire)
 		return j, err
 	})
 	if err != nil {
@@ -82,13 +83,33 @@ func JobPlan(ctx context.Context, q Execer, ids []int, next []*time.Time) error 
 	return nil
 }
 
-// RunStart records that a run starts and returns its id. scheduled is nil for a startup run.
-func RunStart(ctx context.Context, q Execer, jobID int, jobName, owner string, scheduled *time.Time, agent string, session int) (int64, error) {
+// RunStart records that a run goes on and returns its id. scheduled is nil for a startup run.
+func RunStart(ctx context.Context, q Execer, r Run) (int64, error) {
 	var id int64
-	if err := q.QueryRow(ctx, query("run_start"), jobID, jobName, owner, scheduled, agent, session).Scan(&id); err != nil {
-		return 0, fmt.Errorf("record the start of job %s: %w", jobName, err)
+	if err := q.QueryRow(ctx, query("run_start"), r.JobID, r.JobName, r.Owner, r.Scheduled, r.Agent, r.Session, r.Started).Scan(&id); err != nil {
+		return 0, fmt.Errorf("record the start of job %s: %w", r.JobName, err)
 	}
 	return id, nil
+}
+
+// RunInsert records a whole run, started and ended, in one statement.
+func RunInsert(ctx context.Context, q Execer, r Run, result RunResult) error {
+	if _, err := q.Exec(ctx, query("run_insert"), r.JobID, r.JobName, r.Owner, r.Scheduled, r.Agent, r.Session, r.Started,
+		result.Finished, result.Status, nullIfEmpty(result.SQLState), nullIfEmpty(result.Message)); err != nil {
+		return fmt.Errorf("record the run of job %s: %w", r.JobName, err)
+	}
+	return nil
+}
+
+// Run is one run of a job.
+type Run struct {
+	JobID     int
+	JobName   string
+	Owner     string
+	Scheduled *time.Time // the fire time; nil for a startup run
+	Agent     string     // the agent process, such as "host pid 1234"
+	Session   int        // the backend pid of the agent's leader session
+	Started   time.Time
 }
 
 // RunResult is how a run ended.

@@ -308,7 +308,7 @@ func (c *Cluster) StartServer(ctx context.Context) error {
 		"-c", "fsync=off",
 		"-c", "synchronous_commit=off",
 		"-c", "full_page_writes=off",
-		"-c", "max_connections=300",
+		"-c", "max_connections=500",
 		"-c", "log_min_messages=warning",
 	)
 	cmd.Stdout, cmd.Stderr = logFile, logFile
@@ -407,6 +407,14 @@ func (c *Cluster) command(path string, args ...string) *exec.Cmd {
 	cmd.Env = append(os.Environ(), "LC_ALL=C")
 	cmd.SysProcAttr = &syscall.SysProcAttr{Credential: c.runAs}
 	return cmd
+}
+
+// LogPath returns the server's log file of our own cluster; "" for an external server.
+func (c *Cluster) LogPath() string {
+	if c.dir == "" {
+		return ""
+	}
+	return filepath.Join(c.dir, "postgres.log")
 }
 
 func (c *Cluster) logTail() string {
