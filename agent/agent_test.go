@@ -370,11 +370,29 @@ func TestDatabaseOutage(t *testing.T) {
 	if want := "Tick ok 10:01;Tick missed 10:02"; strings.Join(got, ";") != want {
 		t.Fatalf("runs = %v, want %s", got, want)
 	}
-	if n := strings.Count(logs.String(), "database lost"); n != 1 {
+	if n := strings.Count(logs.String(), "database unavailable"); n != 1 {
 		t.Errorf("the outage was logged %d times at the error level, want 1", n)
 	}
 	var message string
 	if err := db.conn.QueryRow(ctx, "SELECT runmessage FROM pgjobs.pgj_run_ WHERE runstatus = 'missed'").Scan(&message); err != nil || !strings.HasPrefix(message, "3 fires from 2026-11-20T10:02:00Z to 2026-11-20T10:04:00Z were missed") {
 		t.Fatalf("missed message %q, %v", message, err)
+	}
+}
+
+func TestOldRunsArePruned(t *testing.T) {
+	t.Parallel()
+	db := newTestDB(t)
+	db.exec(t, `INSERT INTO pgjobs.pgj_run_ (runjobname, runowner, runstatus, runstarted, runfinished)
+		VALUES ('Old', 'postgres', 'ok', now() - interval '40 days', now() - interval '40 days'),
+		       ('Recent', 'postgres', 'ok', now() - interval '1 day', now() - interval '1 day')`)
+	db.exec(t, "UPDATE pgjobs.pgj_setting_ SET value = '30 days' WHERE name = 'run_retention'")
+	db.exec(t, "SELECT pgj_create_startup_job('Warm', 'note(''Warm'')')")
+	startAgent(t, fakeclock.New(t0), db)
+	deadline := time.Now().Add(15 * time.Second)
+	for !strings.Contains(strings.Join(db.runs(t), ";"), "Warm ok") && time.Now().Before(deadline) {
+		time.Sleep(20 * time.Millisecond)
+	}
+	if got := strings.Join(db.runs(t), ";"); got != "Recent ok startup;Warm ok startup" {
+		t.Fatalf("runs after pruning: %s", got)
 	}
 }

@@ -48,8 +48,9 @@ type dbAgent struct {
 	pendingMu sync.Mutex
 	pending   []pendingFinish // run ends not yet recorded: the database was unreachable
 
-	startupDone bool // startup jobs ran in this agent's life
-	session     int  // backend pid of the leader session
+	startupDone bool      // startup jobs ran in this agent's life
+	session     int       // backend pid of the leader session
+	pruned      time.Time // when old runs were last deleted
 }
 
 // pendingFinish is a run end to record; runID is 0 when the run has no row yet.
@@ -103,7 +104,7 @@ func (a *dbAgent) run(ctx context.Context) {
 				outageSince = a.opt.Clock.Now()
 			}
 			retry = a.opt.RetryMin
-			a.logf(agentlog.LevelError, statusReconnecting, "database lost: %v; retrying with backoff up to %s", err, a.opt.RetryMax)
+			a.logf(agentlog.LevelError, statusReconnecting, "database unavailable: %v; retrying with backoff up to %s", err, a.opt.RetryMax)
 		} else {
 			a.logf(agentlog.LevelDebug, statusReconnecting, "still unreachable: %v; next try in %s", err, retry)
 		}
@@ -165,6 +166,7 @@ func (a *dbAgent) serve(ctx context.Context, onConnected func()) error {
 	} else if len(names) > 0 {
 		a.logf(agentlog.LevelEssential, statusStarting, "marked %d runs abandoned by a stopped agent: %v", len(names), names)
 	}
+	a.prune(ctx, records)
 	onConnected()
 	a.logf(agentlog.LevelEssential, statusStarting, "active on %s as session %d", cfg.Database, session)
 
@@ -265,8 +267,24 @@ func (a *dbAgent) loop(ctx context.Context, records *pgxpool.Pool, changes <-cha
 			if err := a.recordPlans(ctx, records, p); err != nil {
 				return err
 			}
+			if time.Since(a.pruned) > pruneEvery {
+				a.prune(ctx, records)
+			}
 		case <-wake:
 		}
+	}
+}
+
+// pruneEvery is how often, at most, the agent deletes the runs older than the retention setting.
+const pruneEvery = time.Hour
+
+// prune deletes the runs older than the run_retention setting.
+func (a *dbAgent) prune(ctx context.Context, records *pgxpool.Pool) {
+	a.pruned = time.Now()
+	if n, err := sqlschema.RunPrune(ctx, records); err != nil {
+		a.logf(agentlog.LevelError, statusFiring, "%v", err)
+	} else if n > 0 {
+		a.logf(agentlog.LevelInfo, statusFiring, "deleted %d runs older than the run_retention setting", n)
 	}
 }
 
