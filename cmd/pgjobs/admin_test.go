@@ -120,9 +120,9 @@ func TestAdminCommands(t *testing.T) {
 		t.Fatal(err)
 	}
 	jobs := env.on(t, "jobs", db)
-	wantJobs := "NAME     FUNCTION    STARTS          RECURS ON             NEXT RUN  LAST RUN  LAST STATUS\n" +
-		"OffLine  off_line()  -               Daily0630 (D 6:30)    -         -         -\n" +
-		"Warm     off_line()  at agent start  -                     -         -         -\n"
+	wantJobs := "NAME     FUNCTION    STARTS          RECURS ON           NEXT RUN  LAST RUN  LAST STATUS\n" +
+		"OffLine  off_line()  -               Daily0630 (D 6:30)  -         -         -\n" +
+		"Warm     off_line()  at agent start  -                   -         -         -\n"
 	if jobs.code != 0 || jobs.stdout != wantJobs {
 		t.Fatalf("jobs:\n%s%s\nwant:\n%s", jobs.stdout, jobs.stderr, wantJobs)
 	}
