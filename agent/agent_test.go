@@ -396,3 +396,50 @@ func TestOldRunsArePruned(t *testing.T) {
 		t.Fatalf("runs after pruning: %s", got)
 	}
 }
+
+// TestOneDatabaseDownLeavesTheOtherAlone: a database that refuses connections does not stop the
+// other's fires; when it is back, its agent recovers and records the missed fires.
+func TestOneDatabaseDownLeavesTheOtherAlone(t *testing.T) {
+	t.Parallel()
+	down, up := newTestDB(t), newTestDB(t)
+	for _, db := range []testDB{down, up} {
+		db.exec(t, "SELECT pgj_create_schedule('Every1', 'I 0:01'), pgj_create_job('Tick', 'note(''Tick'')', null, 'Every1')")
+	}
+	clock := fakeclock.New(t0)
+	_, logs := startAgent(t, clock, down, up)
+	mustSleepUntil(t, clock, t0.Add(time.Minute))
+	admin := cluster.Connect(t, "postgres")
+	ctx := context.Background()
+	ident := pgx.Identifier{down.name}.Sanitize()
+	if _, err := admin.Exec(ctx, "ALTER DATABASE "+ident+" WITH ALLOW_CONNECTIONS false"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := admin.Exec(ctx, "SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = $1 AND pid <> pg_backend_pid()", down.name); err != nil {
+		t.Fatal(err)
+	}
+	for i := 1; i <= 3; i++ {
+		at := t0.Add(time.Duration(i) * time.Minute)
+		mustSleepUntil(t, clock, at)
+		clock.Set(at)
+		up.waitRuns(t, i)
+	}
+	if _, err := admin.Exec(ctx, "ALTER DATABASE "+ident+" WITH ALLOW_CONNECTIONS true"); err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(20 * time.Second)
+	for !strings.Contains(logs.String(), "db=1 status=starting") || !strings.Contains(logs.String(), "database reachable again") {
+		if time.Now().After(deadline) {
+			t.Fatalf("the agent of the database that was down did not recover")
+		}
+		clock.Advance(100 * time.Millisecond)
+		time.Sleep(50 * time.Millisecond)
+	}
+	down.conn = cluster.Connect(t, down.name)
+	got := strings.Join(down.waitRuns(t, 1), ";")
+	if !strings.HasPrefix(got, "Tick missed 10:01") {
+		t.Fatalf("runs of the database that was down: %s", got)
+	}
+	if got := strings.Join(up.runs(t), ";"); !strings.HasPrefix(got, "Tick ok 10:01;Tick ok 10:02;Tick ok 10:03") {
+		t.Fatalf("runs of the database that stayed up: %s", got)
+	}
+}

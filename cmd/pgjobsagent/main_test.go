@@ -254,3 +254,47 @@ func TestUsage(t *testing.T) {
 		t.Fatalf("--help: %v %s", err, out)
 	}
 }
+
+// TestStandbyTakesOverWhenTheActiveAgentDies: two agents on one database; the first is killed
+// (SIGKILL) in the middle of a run; the second takes over within 5 s and marks the run abandoned.
+func TestStandbyTakesOverWhenTheActiveAgentDies(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	db := cluster.NewDatabase(t)
+	conn := cluster.Connect(t, db)
+	if err := sqlschema.Install(ctx, conn); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := conn.Exec(ctx, "SELECT pgjobs.pgj_create_startup_job('Long', 'pg_sleep(30)')"); err != nil {
+		t.Fatal(err)
+	}
+	conf := filepath.Join(t.TempDir(), "pgjobs.conf")
+	text := fmt.Sprintf("system=1.00\nmaster=1\n3=%s|%d|%s|1|%s|none\n", cluster.Host(), cluster.Port(), db, cluster.User())
+	if err := os.WriteFile(conf, []byte(text), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	first := startAgent(t, conf)
+	waitFor(t, "the first agent's run", func() bool {
+		var n int
+		err := conn.QueryRow(ctx, "SELECT count(*) FROM pgjobs.pgj_run_ WHERE runstatus = 'running'").Scan(&n)
+		return err == nil && n == 1
+	})
+	second := startAgent(t, conf)
+	waitFor(t, "the second agent to stand by", func() bool { return containsLine(second.logLines(t, "3"), "standing by to take over") })
+	killed := time.Now()
+	if code := first.stop(t, syscall.SIGKILL); code != -1 {
+		t.Fatalf("SIGKILL: exit code %d", code)
+	}
+	waitFor(t, "the takeover", func() bool { return containsLine(second.logLines(t, "3"), "taking over as the active agent") })
+	if took := time.Since(killed); took > 5*time.Second {
+		t.Fatalf("the takeover took %s, want at most 5 s", took)
+	}
+	waitFor(t, "the abandoned run", func() bool {
+		var status string
+		err := conn.QueryRow(ctx, "SELECT runstatus FROM pgjobs.pgj_run_ ORDER BY runid LIMIT 1").Scan(&status)
+		return err == nil && status == "abandoned"
+	})
+	if code := second.stop(t, syscall.SIGTERM); code != 0 {
+		t.Fatalf("exit code %d", code)
+	}
+}
