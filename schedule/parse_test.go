@@ -1,57 +1,19 @@
 package schedule_test
 
 import (
-	"bufio"
-	"os"
 	"strconv"
 	"strings"
 	"testing"
 
 	"github.com/alecthomas/participle/v2"
+	"github.com/pgjobs/pgjobs/internal/schedulevectors"
 	"github.com/pgjobs/pgjobs/schedule"
 )
 
-// vector is one line of testdata/vectors.txt.
-type vector struct {
-	line      int
-	input     string
-	canonical string // "" for an invalid input
-	fields    []string
-	err       string
-}
-
-func readVectors(t *testing.T) []vector {
+func readVectors(t *testing.T) []schedulevectors.Vector {
 	t.Helper()
-	f, err := os.Open("testdata/vectors.txt")
+	vectors, err := schedulevectors.Read("testdata/vectors.txt")
 	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	var vectors []vector
-	scanner := bufio.NewScanner(f)
-	for n := 1; scanner.Scan(); n++ {
-		line := scanner.Text()
-		if line == "" || strings.HasPrefix(line, "#") {
-			continue
-		}
-		quoted, err := strconv.QuotedPrefix(line)
-		if err != nil {
-			t.Fatalf("vectors.txt:%d: %v", n, err)
-		}
-		input, _ := strconv.Unquote(quoted)
-		rest := strings.Split(strings.TrimPrefix(line[len(quoted):], "\t"), "\t")
-		v := vector{line: n, input: input}
-		switch {
-		case len(rest) == 2 && rest[0] == "error":
-			v.err = rest[1]
-		case len(rest) == 7:
-			v.canonical, v.fields = rest[0], rest[1:]
-		default:
-			t.Fatalf("vectors.txt:%d: want CANONICAL and 6 fields, or error and a message", n)
-		}
-		vectors = append(vectors, v)
-	}
-	if err := scanner.Err(); err != nil {
 		t.Fatal(err)
 	}
 	return vectors
@@ -72,33 +34,33 @@ func fieldsOf(s schedule.Schedule) []string {
 func TestParseVectors(t *testing.T) {
 	t.Parallel()
 	for _, v := range readVectors(t) {
-		t.Run(strconv.Quote(v.input), func(t *testing.T) {
-			s, err := schedule.Parse(v.input)
-			if v.err != "" {
+		t.Run(strconv.Quote(v.Input), func(t *testing.T) {
+			s, err := schedule.Parse(v.Input)
+			if v.Err != "" {
 				if err == nil {
-					t.Fatalf("vectors.txt:%d: Parse(%q) = %q, want error %q", v.line, v.input, s, v.err)
+					t.Fatalf("vectors.txt:%d: Parse(%q) = %q, want error %q", v.Line, v.Input, s, v.Err)
 				}
-				if err.Error() != v.err {
-					t.Fatalf("vectors.txt:%d: Parse(%q) error\n got %q\nwant %q", v.line, v.input, err, v.err)
+				if err.Error() != v.Err {
+					t.Fatalf("vectors.txt:%d: Parse(%q) error\n got %q\nwant %q", v.Line, v.Input, err, v.Err)
 				}
 				var perr participle.Error
 				if !asParticiple(err, &perr) {
-					t.Fatalf("Parse(%q) error %T is not a participle.Error", v.input, err)
+					t.Fatalf("Parse(%q) error %T is not a participle.Error", v.Input, err)
 				}
 				return
 			}
 			if err != nil {
-				t.Fatalf("vectors.txt:%d: Parse(%q): %v", v.line, v.input, err)
+				t.Fatalf("vectors.txt:%d: Parse(%q): %v", v.Line, v.Input, err)
 			}
-			if got := s.String(); got != v.canonical {
-				t.Errorf("vectors.txt:%d: String() = %q, want %q", v.line, got, v.canonical)
+			if got := s.String(); got != v.Canonical {
+				t.Errorf("vectors.txt:%d: String() = %q, want %q", v.Line, got, v.Canonical)
 			}
-			if got := strings.Join(fieldsOf(s), " "); got != strings.Join(v.fields, " ") {
-				t.Errorf("vectors.txt:%d: fields = %s, want %s", v.line, got, strings.Join(v.fields, " "))
+			if got := strings.Join(fieldsOf(s), " "); got != strings.Join(v.Fields, " ") {
+				t.Errorf("vectors.txt:%d: fields = %s, want %s", v.Line, got, strings.Join(v.Fields, " "))
 			}
 			again, err := schedule.Parse(s.String())
 			if err != nil || again != s {
-				t.Errorf("vectors.txt:%d: canonical %q does not round-trip: %v, %v", v.line, s, again, err)
+				t.Errorf("vectors.txt:%d: canonical %q does not round-trip: %v, %v", v.Line, s, again, err)
 			}
 		})
 	}

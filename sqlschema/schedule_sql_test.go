@@ -1,7 +1,6 @@
 package sqlschema_test
 
 import (
-	"bufio"
 	"context"
 	"errors"
 	"fmt"
@@ -14,6 +13,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/pgjobs/pgjobs/internal/schedulevectors"
 	"github.com/pgjobs/pgjobs/schedule"
 )
 
@@ -47,45 +47,22 @@ type vector struct {
 // readVectors reads the test vectors shared with the schedule package.
 func readVectors(t *testing.T) []vector {
 	t.Helper()
-	f, err := os.Open("../schedule/testdata/vectors.txt")
+	cases, err := schedulevectors.Read("../schedule/testdata/vectors.txt")
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer f.Close()
-	var vectors []vector
-	scanner := bufio.NewScanner(f)
-	for n := 1; scanner.Scan(); n++ {
-		line := scanner.Text()
-		if line == "" || strings.HasPrefix(line, "#") {
-			continue
-		}
-		quoted, err := strconv.QuotedPrefix(line)
-		if err != nil {
-			t.Fatalf("vectors.txt:%d: %v", n, err)
-		}
-		input, err := strconv.Unquote(quoted)
-		if err != nil {
-			t.Fatalf("vectors.txt:%d: %v", n, err)
-		}
-		rest := strings.Split(strings.TrimPrefix(line[len(quoted):], "\t"), "\t")
-		v := vector{line: n, input: input}
-		switch {
-		case len(rest) == 2 && rest[0] == "error":
-			if v.want, err = errorOutcome(rest[1]); err != nil {
-				t.Fatalf("vectors.txt:%d: %v", n, err)
+	if len(cases) == 0 {
+		t.Fatal("vectors.txt has no cases")
+	}
+	vectors := make([]vector, 0, len(cases))
+	for _, c := range cases {
+		v := vector{line: c.Line, input: c.Input, want: outcome{canonical: c.Canonical, fields: strings.Join(c.Fields, " ")}}
+		if c.Err != "" {
+			if v.want, err = errorOutcome(c.Err); err != nil {
+				t.Fatalf("vectors.txt:%d: %v", c.Line, err)
 			}
-		case len(rest) == 7:
-			v.want = outcome{canonical: rest[0], fields: strings.Join(rest[1:], " ")}
-		default:
-			t.Fatalf("vectors.txt:%d: want CANONICAL and 6 fields, or error and a message", n)
 		}
 		vectors = append(vectors, v)
-	}
-	if err := scanner.Err(); err != nil {
-		t.Fatal(err)
-	}
-	if len(vectors) == 0 {
-		t.Fatal("vectors.txt has no cases")
 	}
 	return vectors
 }
