@@ -48,9 +48,12 @@ type dbAgent struct {
 	pendingMu sync.Mutex
 	pending   []pendingFinish // run ends not yet recorded: the database was unreachable
 
-	startupDone bool      // startup jobs ran in this agent's life
-	session     int       // backend pid of the leader session
-	pruned      time.Time // when old runs were last deleted
+	startupDone bool // startup jobs ran in this agent's life
+
+	sessionMu sync.Mutex
+	session   int // backend pid of the leader session
+
+	pruned time.Time // when old runs were last deleted
 }
 
 // pendingFinish is a run end to record; runID is 0 when the run has no row yet.
@@ -155,7 +158,9 @@ func (a *dbAgent) serve(ctx context.Context, onConnected func()) error {
 	if _, err := conn.Exec(ctx, "LISTEN pgjobs"); err != nil {
 		return fmt.Errorf("listen for changes: %w", err)
 	}
+	a.sessionMu.Lock()
 	a.session = session
+	a.sessionMu.Unlock()
 	records, err := a.recordsPool()
 	if err != nil {
 		return err
@@ -337,6 +342,13 @@ func (a *dbAgent) fire(j *job, scheduled *time.Time) {
 // nothing from the runs' start. A run cut short by the agent's death before this leaves no row.
 const runningRowAfter = 200 * time.Millisecond
 
+// leaderSession returns the backend pid of the current leader session.
+func (a *dbAgent) leaderSession() int {
+	a.sessionMu.Lock()
+	defer a.sessionMu.Unlock()
+	return a.session
+}
+
 // execute runs a job on a session of its owner and records the run.
 func (a *dbAgent) execute(j *job, scheduled *time.Time) {
 	records, err := a.recordsPool()
@@ -345,7 +357,7 @@ func (a *dbAgent) execute(j *job, scheduled *time.Time) {
 		return
 	}
 	run := sqlschema.Run{JobID: j.id, JobName: j.name, Owner: j.owner, Scheduled: scheduled,
-		Agent: a.opt.Name, Session: a.session, Started: a.opt.Clock.Now()}
+		Agent: a.opt.Name, Session: a.leaderSession(), Started: a.opt.Clock.Now()}
 	a.logf(agentlog.LevelInfo, statusFiring, "job %s started: SELECT %s as %s", j.name, j.call, j.owner)
 	results := make(chan sqlschema.RunResult, 1)
 	go func() { results <- a.runCall(a.runCtx, j) }()
