@@ -3,10 +3,12 @@ package agent_test
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"log/slog"
 	"os"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -108,6 +110,9 @@ func (b *lockedBuffer) String() string {
 	return b.buf.String()
 }
 
+// agentNumber names the test agents apart.
+var agentNumber atomic.Int64
+
 // startAgent runs a master agent on the databases with a fake clock at t0 and stops it when the
 // test ends.
 func startAgent(t *testing.T, clock agent.Clock, dbs ...testDB) (*agent.Master, *lockedBuffer) {
@@ -118,7 +123,7 @@ func startAgent(t *testing.T, clock agent.Clock, dbs ...testDB) (*agent.Master, 
 		Clock:    clock,
 		Location: time.UTC,
 		Start:    t0,
-		Name:     "test " + t.Name(),
+		Name:     fmt.Sprintf("test %s %d", t.Name(), agentNumber.Add(1)),
 		RetryMin: 50 * time.Millisecond,
 		RetryMax: 200 * time.Millisecond,
 		Logger:   func(id, level int) *slog.Logger { return logger.With("db", id) },
@@ -164,7 +169,7 @@ func TestFiresOnScheduleAndRecordsTheNextPlan(t *testing.T) {
 	startAgent(t, clock, db)
 	mustSleepUntil(t, clock, t0.Add(5*time.Minute))
 	var next time.Time
-	if err := db.conn.QueryRow(context.Background(), "SELECT jobnextrun FROM pgjobs.pgj_job_ WHERE jobname = 'Hourly'").Scan(&next); err != nil || !next.Equal(t0.Add(7*time.Minute)) {
+	if err := db.conn.QueryRow(context.Background(), "SELECT next_run FROM pgj_jobs WHERE name = 'Hourly'").Scan(&next); err != nil || !next.Equal(t0.Add(7*time.Minute)) {
 		t.Fatalf("planned run of Hourly = %v, %v; want 10:07", next, err)
 	}
 	clock.Set(t0.Add(5 * time.Minute))
@@ -301,8 +306,8 @@ func TestTwoAgentsFireEachRunOnce(t *testing.T) {
 		t.Fatalf("fires run more than once: %v %v", twice, err)
 	}
 	var agents int
-	if err := db.conn.QueryRow(context.Background(), "SELECT count(DISTINCT runsession) FROM pgjobs.pgj_run_").Scan(&agents); err != nil || agents != 2 {
-		t.Fatalf("runs by %d leader sessions, want 2 (before and after the takeover): %v", agents, err)
+	if err := db.conn.QueryRow(context.Background(), "SELECT count(DISTINCT runagent) FROM pgjobs.pgj_run_").Scan(&agents); err != nil || agents != 2 {
+		t.Fatalf("runs by %d agents, want 2 (before and after the takeover): %v", agents, err)
 	}
 }
 
@@ -441,5 +446,59 @@ func TestOneDatabaseDownLeavesTheOtherAlone(t *testing.T) {
 	}
 	if got := strings.Join(up.runs(t), ";"); !strings.HasPrefix(got, "Tick ok 10:01;Tick ok 10:02;Tick ok 10:03") {
 		t.Fatalf("runs of the database that stayed up: %s", got)
+	}
+}
+
+// TestLeaderSessionLostDuringARun: the leader session ends while a run goes on; the run is the
+// agent's still, on its own session, and ends recorded as ok, not abandoned.
+func TestLeaderSessionLostDuringARun(t *testing.T) {
+	t.Parallel()
+	db := newTestDB(t)
+	db.exec(t, "SELECT pgj_create_startup_job('Long', 'slow(''Long'', 1.5)')")
+	startAgent(t, fakeclock.New(t0), db)
+	deadline := time.Now().Add(10 * time.Second)
+	for !strings.Contains(strings.Join(db.runs(t), ";"), "Long running") {
+		if time.Now().After(deadline) {
+			t.Fatal("the run never showed as running")
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	db.exec(t, "SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = current_database() AND query = 'LISTEN pgjobs'")
+	deadline = time.Now().Add(10 * time.Second)
+	for got := strings.Join(db.runs(t), ";"); got != "Long ok startup"; got = strings.Join(db.runs(t), ";") {
+		if time.Now().After(deadline) {
+			t.Fatalf("runs = %s, want Long ok startup", got)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+// TestNewJobIsPlannedFromNow: a job created long after the agent's last wake fires at its next
+// time from now, not at a time that passed before it existed.
+func TestNewJobIsPlannedFromNow(t *testing.T) {
+	t.Parallel()
+	db := newTestDB(t)
+	db.exec(t, "SELECT pgj_create_schedule('At30', 'D 30'), pgj_create_job('Half', 'note(''Half'')', null, 'At30')")
+	clock := fakeclock.New(t0)
+	startAgent(t, clock, db)
+	mustSleepUntil(t, clock, t0.Add(30*time.Minute))
+	clock.Set(t0.Add(20 * time.Minute)) // 10:20: nothing due yet
+	db.exec(t, "SELECT pgj_create_schedule('At15', 'D 15'), pgj_create_job('Quarter', 'note(''Quarter'')', null, 'At15')")
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		var next *time.Time
+		if err := db.conn.QueryRow(context.Background(), "SELECT next_run FROM pgj_jobs WHERE name = 'Quarter'").Scan(&next); err != nil {
+			t.Fatal(err)
+		}
+		if next != nil {
+			if want := t0.Add(75 * time.Minute); !next.Equal(want) {
+				t.Fatalf("Quarter planned for %s, want %s", next.UTC().Format(time.TimeOnly), want.Format(time.TimeOnly))
+			}
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("Quarter was never planned")
+		}
+		time.Sleep(20 * time.Millisecond)
 	}
 }

@@ -5,7 +5,10 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"net"
+	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -28,6 +31,15 @@ const (
 // warmLead is how long before a fire the agent opens the sessions it needs.
 const warmLead = 2 * time.Second
 
+// runningRowAfter is how long a run goes on before its "running" row is written. A shorter run is
+// recorded once, when it ends, in one statement: at a busy minute the bookkeeping then takes
+// nothing from the runs' start. The fire itself is claimed (pgj_fire_) before the run starts, so
+// a successor never runs it again.
+const runningRowAfter = 200 * time.Millisecond
+
+// pruneEvery is how often, at most, the agent deletes the runs older than the retention setting.
+const pruneEvery = time.Hour
+
 // dbAgent serves one database: it holds the leader lock, plans the jobs and fires them.
 type dbAgent struct {
 	db  Database
@@ -35,25 +47,27 @@ type dbAgent struct {
 	log *slog.Logger
 
 	runCtx context.Context // runs are cancelled when it ends
-	runs   sync.WaitGroup  // runs in flight
+	runs   sync.WaitGroup  // runs in flight, and their session resets
 	slots  chan struct{}   // one per run in flight, MaxRuns at most
 
 	runningMu sync.Mutex
 	running   map[int]bool // jobs with a scheduled run in flight
 
-	poolsMu sync.Mutex
-	records *pgxpool.Pool            // the agent's own sessions: run history and planning
-	pools   map[string]*pgxpool.Pool // sessions of each job owner
+	poolsMu  sync.Mutex
+	records  *pgxpool.Pool            // the agent's own sessions: run history and planning
+	pools    map[string]*pgxpool.Pool // sessions of each job owner
+	sessions sync.Map                 // backend pid -> backend_start of the owner sessions
 
 	pendingMu sync.Mutex
 	pending   []pendingFinish // run ends not yet recorded: the database was unreachable
 
-	startupDone bool // startup jobs ran in this agent's life
+	startupDone atomic.Bool // startup jobs ran in this agent's life
 
 	sessionMu sync.Mutex
 	session   int // backend pid of the leader session
 
-	pruned time.Time // when old runs were last deleted
+	pruned      time.Time // when old runs were last deleted; the loop's
+	foreignRuns bool      // runs of other agents are recorded as running; the loop's
 }
 
 // pendingFinish is a run end to record; runID is 0 when the run has no row yet.
@@ -120,10 +134,16 @@ func (a *dbAgent) run(ctx context.Context) {
 		retry = min(retry*2, a.opt.RetryMax)
 	}
 	a.logf(agentlog.LevelEssential, statusStopping, "database agent %d stopping; waiting for %d runs", a.db.ID, len(a.slots))
+	a.runs.Wait()
+	if n := a.pendingCount(); n > 0 {
+		a.logf(agentlog.LevelError, statusStopping, "%d run ends could not be recorded: the database was unreachable; those runs will read as abandoned", n)
+	}
 }
 
 // serve runs one leader session: connect, take the leader lock, then plan and fire until the
-// session fails or ctx ends. onConnected is called once the agent is the active one.
+// session fails or ctx ends. onConnected is called once the agent is the active one. On a soft
+// stop the leader session stays until the runs have ended, so no other agent takes over while
+// they go on.
 func (a *dbAgent) serve(ctx context.Context, onConnected func()) error {
 	cfg, err := a.connConfig("")
 	if err != nil {
@@ -166,16 +186,14 @@ func (a *dbAgent) serve(ctx context.Context, onConnected func()) error {
 		return err
 	}
 	a.flushPending(ctx, records)
-	if names, err := sqlschema.RunAbandon(ctx, records); err != nil {
+	if err := a.abandon(ctx, records); err != nil {
 		return err
-	} else if len(names) > 0 {
-		a.logf(agentlog.LevelEssential, statusStarting, "marked %d runs abandoned by a stopped agent: %v", len(names), names)
 	}
 	a.prune(ctx, records)
 	onConnected()
 	a.logf(agentlog.LevelEssential, statusStarting, "active on %s as session %d", cfg.Database, session)
 
-	listenCtx, stopListening := context.WithCancel(ctx)
+	listenCtx, stopListening := context.WithCancel(context.Background())
 	defer stopListening()
 	changes := make(chan struct{}, 1)
 	lost := make(chan error, 1)
@@ -193,47 +211,57 @@ func (a *dbAgent) serve(ctx context.Context, onConnected func()) error {
 			}
 		}
 	}()
-	err = a.loop(ctx, records, changes, lost)
+	err = a.loop(ctx, records, session, changes, lost)
+	if ctx.Err() != nil {
+		a.runs.Wait() // a soft stop: hold the leader lock until the runs have ended
+	}
 	stopListening()
 	<-listening // the connection is the listener's until it returns
-	if errors.Is(err, context.Canceled) && ctx.Err() != nil {
+	if ctx.Err() != nil {
 		return nil
 	}
 	return err
 }
 
 // loop plans and fires until the leader session is lost or ctx ends.
-func (a *dbAgent) loop(ctx context.Context, records *pgxpool.Pool, changes <-chan struct{}, lost <-chan error) error {
-	p := newPlanner(a.opt)
+func (a *dbAgent) loop(ctx context.Context, records *pgxpool.Pool, leader int, changes <-chan struct{}, lost <-chan error) error {
+	p := newPlanner(a.opt, a.log)
 	stored, err := sqlschema.JobLoad(ctx, records)
 	if err != nil {
 		return err
 	}
 	now := a.opt.Clock.Now()
-	p.load(stored, now, a.log)
-	a.recordMissed(ctx, records, p.missed(now))
-	if !a.startupDone {
-		a.startupDone = true
+	p.load(stored, now)
+	if err := a.recordMissed(ctx, records, leader, p.missed(now)); err != nil {
+		return err
+	}
+	if !a.startupDone.Swap(true) {
 		for _, j := range p.startupJobs() {
-			a.fire(j, nil)
+			a.fire(ctx, j, nil)
 		}
 	}
 	var warmed time.Time            // the fire whose sessions are open
 	var writePlans <-chan time.Time // when to record the plans changed by fires
+	var recheck <-chan time.Time    // when to look again for runs whose session ended
 	for {
-		now = a.opt.Clock.Now()
-		fires := p.due(now)
-		for _, due := range fires {
-			at := due.at
-			a.fire(due.job, &at)
+		if ctx.Err() != nil {
+			return ctx.Err()
 		}
-		switch {
-		case len(fires) > 0 && writePlans == nil:
-			writePlans = time.After(runningRowAfter) // after the runs have started
-		case len(fires) == 0 && writePlans == nil:
+		now = a.opt.Clock.Now()
+		if fires := p.due(now); len(fires) > 0 {
+			if err := a.fireClaimed(ctx, records, leader, fires); err != nil {
+				return err
+			}
+			if writePlans == nil {
+				writePlans = time.After(runningRowAfter) // after the runs have started
+			}
+		} else if writePlans == nil {
 			if err := a.recordPlans(ctx, records, p); err != nil {
 				return err
 			}
+		}
+		if a.foreignRuns && recheck == nil {
+			recheck = time.After(abandonRecheck)
 		}
 		var wake <-chan time.Time
 		var timer Timer
@@ -264,7 +292,7 @@ func (a *dbAgent) loop(ctx context.Context, records *pgxpool.Pool, changes <-cha
 			if err != nil {
 				return err
 			}
-			p.load(stored, a.opt.Clock.Now(), a.log)
+			p.load(stored, a.opt.Clock.Now())
 			a.logf(agentlog.LevelInfo, statusSleeping, "jobs reloaded after a change: %d jobs", len(stored))
 		case <-writePlans:
 			stopTimer(timer)
@@ -272,25 +300,68 @@ func (a *dbAgent) loop(ctx context.Context, records *pgxpool.Pool, changes <-cha
 			if err := a.recordPlans(ctx, records, p); err != nil {
 				return err
 			}
+			a.flushPending(ctx, records)
 			if time.Since(a.pruned) > pruneEvery {
 				a.prune(ctx, records)
+			}
+		case <-recheck:
+			stopTimer(timer)
+			recheck = nil
+			if err := a.abandon(ctx, records); err != nil {
+				return err
 			}
 		case <-wake:
 		}
 	}
 }
 
-// pruneEvery is how often, at most, the agent deletes the runs older than the retention setting.
-const pruneEvery = time.Hour
+// abandonRecheck is how often the agent looks again for ended sessions while runs of other
+// agents are still recorded as running.
+const abandonRecheck = 2 * time.Second
 
-// prune deletes the runs older than the run_retention setting.
-func (a *dbAgent) prune(ctx context.Context, records *pgxpool.Pool) {
-	a.pruned = time.Now()
-	if n, err := sqlschema.RunPrune(ctx, records); err != nil {
-		a.logf(agentlog.LevelError, statusFiring, "%v", err)
-	} else if n > 0 {
-		a.logf(agentlog.LevelInfo, statusFiring, "deleted %d runs older than the run_retention setting", n)
+// abandon marks abandoned the runs whose session has ended, and tells whether runs of other
+// agents are still going (their sessions live), to be looked at again.
+func (a *dbAgent) abandon(ctx context.Context, records *pgxpool.Pool) error {
+	names, err := sqlschema.RunAbandon(ctx, records)
+	if err != nil {
+		return err
 	}
+	if len(names) > 0 {
+		a.logf(agentlog.LevelEssential, statusStarting, "marked %d runs abandoned (their session ended): %v", len(names), names)
+	}
+	foreign, err := sqlschema.RunForeignRunning(ctx, records, a.opt.Name)
+	if err != nil {
+		return err
+	}
+	a.foreignRuns = foreign > 0
+	return nil
+}
+
+// fireClaimed claims the due fires for this leader session and fires those it got: a fire that
+// another agent claimed, or any fire once this session lost the leader lock, does not run.
+func (a *dbAgent) fireClaimed(ctx context.Context, records *pgxpool.Pool, leader int, fires []dueFire) error {
+	ids := make([]int, len(fires))
+	ats := make([]time.Time, len(fires))
+	for i, f := range fires {
+		ids[i], ats[i] = f.job.id, f.at
+	}
+	claimed, err := sqlschema.FireClaim(ctx, records, ids, ats, leader)
+	if err != nil {
+		return err
+	}
+	ok := make(map[int]bool, len(claimed))
+	for _, id := range claimed {
+		ok[id] = true
+	}
+	for _, f := range fires {
+		if !ok[f.job.id] {
+			a.logf(agentlog.LevelInfo, statusFiring, "job %s: the fire of %s was claimed by another agent", f.job.name, f.at.Format(time.RFC3339))
+			continue
+		}
+		at := f.at
+		a.fire(ctx, f.job, &at)
+	}
+	return nil
 }
 
 // recordPlans writes the next planned runs that changed.
@@ -302,28 +373,40 @@ func (a *dbAgent) recordPlans(ctx context.Context, records *pgxpool.Pool, p *pla
 	return sqlschema.JobPlan(ctx, records, changed.ids, changed.next)
 }
 
+// prune deletes the runs older than the run_retention setting.
+func (a *dbAgent) prune(ctx context.Context, records *pgxpool.Pool) {
+	a.pruned = time.Now()
+	if n, err := sqlschema.RunPrune(ctx, records); err != nil {
+		a.logf(agentlog.LevelError, statusFiring, "%v", err)
+	} else if n > 0 {
+		a.logf(agentlog.LevelInfo, statusFiring, "deleted %d runs older than the run_retention setting", n)
+	}
+}
+
 func stopTimer(t Timer) {
 	if t != nil {
 		t.Stop()
 	}
 }
 
-// fire starts a run of a job; scheduled is nil for a startup run. A fire while the job's
-// previous run goes on is recorded as skipped.
-func (a *dbAgent) fire(j *job, scheduled *time.Time) {
+// fire starts a run of a job; scheduled is nil for a startup run. A fire while the job's previous
+// run goes on is recorded as skipped; so is one that waits for a free run slot when the agent
+// stops.
+func (a *dbAgent) fire(stop context.Context, j *job, scheduled *time.Time) {
 	a.runningMu.Lock()
 	busy := a.running[j.id]
 	a.running[j.id] = true
 	a.runningMu.Unlock()
+	a.runs.Add(1)
 	if busy {
-		a.runs.Add(1)
 		go func() {
 			defer a.runs.Done()
-			a.recordSkipped(j, *scheduled)
+			if scheduled != nil {
+				a.recordSkipped(j, *scheduled, "the previous run was still going")
+			}
 		}()
 		return
 	}
-	a.runs.Add(1)
 	go func() {
 		defer a.runs.Done()
 		defer func() {
@@ -331,16 +414,18 @@ func (a *dbAgent) fire(j *job, scheduled *time.Time) {
 			delete(a.running, j.id)
 			a.runningMu.Unlock()
 		}()
-		a.slots <- struct{}{}
+		select {
+		case a.slots <- struct{}{}:
+		case <-stop.Done():
+			if scheduled != nil {
+				a.recordSkipped(j, *scheduled, "the agent stopped before a run slot was free")
+			}
+			return
+		}
 		defer func() { <-a.slots }()
 		a.execute(j, scheduled)
 	}()
 }
-
-// runningRowAfter is how long a run goes on before its "running" row is written. A shorter run is
-// recorded once, when it ends, in one statement: at a busy minute the bookkeeping then takes
-// nothing from the runs' start. A run cut short by the agent's death before this leaves no row.
-const runningRowAfter = 200 * time.Millisecond
 
 // leaderSession returns the backend pid of the current leader session.
 func (a *dbAgent) leaderSession() int {
@@ -357,73 +442,91 @@ func (a *dbAgent) execute(j *job, scheduled *time.Time) {
 		return
 	}
 	run := sqlschema.Run{JobID: j.id, JobName: j.name, Owner: j.owner, Scheduled: scheduled,
-		Agent: a.opt.Name, Session: a.leaderSession(), Started: a.opt.Clock.Now()}
+		Agent: a.opt.Name, Started: a.opt.Clock.Now()}
 	a.logf(agentlog.LevelInfo, statusFiring, "job %s started: SELECT %s as %s", j.name, j.call, j.owner)
-	results := make(chan sqlschema.RunResult, 1)
-	go func() { results <- a.runCall(a.runCtx, j) }()
-	runID := int64(0)
-	var result sqlschema.RunResult
 	long := time.NewTimer(runningRowAfter) // real time: bookkeeping, not a schedule
-	select {
-	case result = <-results:
-		<-long.C // let the other runs of this minute start before the bookkeeping
-	case <-long.C:
-		if runID, err = sqlschema.RunStart(a.runCtx, records, run); err != nil {
-			a.logf(agentlog.LevelError, statusFiring, "job %s: %v", j.name, err)
+	defer long.Stop()
+	var result sqlschema.RunResult
+	conn, err := a.acquire(j.owner)
+	if err != nil {
+		result = a.failure(j, err)
+	} else {
+		pid := conn.Conn().PgConn().PID()
+		run.Session = int(pid)
+		if start, ok := a.sessions.Load(pid); ok {
+			run.SessionStart = start.(time.Time)
 		}
-		result = <-results
+		results := make(chan sqlschema.RunResult, 1)
+		go func() { results <- a.runOn(conn, j) }()
+		select {
+		case result = <-results:
+		case <-long.C:
+			runID, err := sqlschema.RunStart(a.runCtx, records, run)
+			if err != nil {
+				a.logf(agentlog.LevelError, statusFiring, "job %s: %v", j.name, err)
+			}
+			result = <-results
+			a.finish(records, run, runID, result)
+			return
+		}
 	}
+	<-long.C // let the other runs of this minute start before the bookkeeping
+	a.finish(records, run, 0, result)
+}
+
+// finish logs how a run ended and records it: the whole run when it has no row yet (runID 0).
+func (a *dbAgent) finish(records *pgxpool.Pool, run sqlschema.Run, runID int64, result sqlschema.RunResult) {
 	switch result.Status {
 	case "ok":
-		a.logf(agentlog.LevelInfo, statusFiring, "job %s done", j.name)
+		a.logf(agentlog.LevelInfo, statusFiring, "job %s done", run.JobName)
 	default:
-		a.logf(agentlog.LevelEssential, statusFiring, "job %s %s: %s", j.name, map[string]string{"error": "failed", "cancelled": "cancelled"}[result.Status], result.Message)
+		a.logf(agentlog.LevelEssential, statusFiring, "job %s %s: %s", run.JobName, map[string]string{"error": "failed", "cancelled": "cancelled"}[result.Status], result.Message)
 	}
 	// Record the end even when the agent is stopping: a fresh context, bounded.
-	recordCtx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
+	var err error
 	if runID == 0 {
-		err = sqlschema.RunInsert(recordCtx, records, run, result)
+		err = sqlschema.RunInsert(ctx, records, run, result)
 	} else {
-		err = sqlschema.RunFinish(recordCtx, records, runID, result)
+		var recorded bool
+		if recorded, err = sqlschema.RunFinish(ctx, records, runID, result); err == nil && !recorded {
+			a.logf(agentlog.LevelError, statusFiring, "job %s ended %s, but its run had been marked abandoned meanwhile", run.JobName, result.Status)
+		}
 	}
 	if err != nil {
-		a.logf(agentlog.LevelError, statusFiring, "job %s: %v; recording it when the database is back", j.name, err)
+		a.logf(agentlog.LevelError, statusFiring, "job %s: %v; recording it when the database is back", run.JobName, err)
 		a.pendingMu.Lock()
 		a.pending = append(a.pending, pendingFinish{run: run, runID: runID, result: result})
 		a.pendingMu.Unlock()
 	}
 }
 
-// runCall runs SELECT <call>, a transaction of its own, on a session of the job's owner, and
-// then resets the session (DISCARD ALL) so that no run sees another's settings.
-func (a *dbAgent) runCall(ctx context.Context, j *job) sqlschema.RunResult {
-	pool, err := a.ownerPool(j.owner)
-	var conn *pgxpool.Conn
-	if err == nil {
-		conn, err = pool.Acquire(ctx)
+// runOn runs SELECT <call>, a transaction of its own, on an owner session, then resets the
+// session (DISCARD ALL) so that no run sees another's settings, and gives it back.
+func (a *dbAgent) runOn(conn *pgxpool.Conn, j *job) sqlschema.RunResult {
+	_, err := conn.Exec(a.runCtx, "SELECT "+j.call, pgx.QueryExecModeSimpleProtocol)
+	a.runs.Add(1)
+	go func(started time.Time) {
+		defer a.runs.Done()
+		// Later, so that the resets take nothing from the runs starting in the same minute.
+		time.Sleep(runningRowAfter - time.Since(started))
+		resetCtx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		if _, err := conn.Exec(resetCtx, "DISCARD ALL", pgx.QueryExecModeSimpleProtocol); err != nil {
+			conn.Conn().Close(resetCtx) // the pool drops it
+		}
+		conn.Release()
+	}(time.Now())
+	if err != nil {
+		return a.failure(j, err)
 	}
-	if err == nil {
-		_, err = conn.Exec(ctx, "SELECT "+j.call, pgx.QueryExecModeSimpleProtocol)
-		a.runs.Add(1)
-		go func(started time.Time) {
-			defer a.runs.Done()
-			// Later, so that the resets take nothing from the runs starting in the same minute.
-			time.Sleep(runningRowAfter - time.Since(started))
-			resetCtx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-			defer cancel()
-			if _, err := conn.Exec(resetCtx, "DISCARD ALL", pgx.QueryExecModeSimpleProtocol); err != nil {
-				conn.Conn().Close(resetCtx) // the pool drops it
-			}
-			conn.Release()
-		}(time.Now())
-	}
-	result := sqlschema.RunResult{Finished: a.opt.Clock.Now(), Status: "ok"}
-	if err == nil {
-		return result
-	}
-	result.Status = "error"
-	result.Message = err.Error()
+	return sqlschema.RunResult{Finished: a.opt.Clock.Now(), Status: "ok"}
+}
+
+// failure describes a run that failed with err.
+func (a *dbAgent) failure(j *job, err error) sqlschema.RunResult {
+	result := sqlschema.RunResult{Finished: a.opt.Clock.Now(), Status: "error", Message: err.Error()}
 	var pgErr *pgconn.PgError
 	var connectErr *pgconn.ConnectError
 	switch {
@@ -432,60 +535,23 @@ func (a *dbAgent) runCall(ctx context.Context, j *job) sqlschema.RunResult {
 		if errors.As(err, &pgErr) {
 			result.SQLState = pgErr.Code
 		}
-	case errors.As(err, &pgErr) && !errors.As(err, &connectErr):
-		result.SQLState, result.Message = pgErr.Code, pgErr.Message
-		if pgErr.Detail != "" {
-			result.Message += " (" + pgErr.Detail + ")"
-		}
 	case errors.As(err, &connectErr):
 		if errors.As(err, &pgErr) {
 			result.SQLState = pgErr.Code
 		}
 		result.Message = fmt.Sprintf("cannot connect as role %s to run the job: %v; let the agent's OS user authenticate as %s: a pg_hba.conf rule for it, or a ~/.pgpass line for it", j.owner, err, j.owner)
+	case errors.As(err, &pgErr):
+		result.SQLState, result.Message = pgErr.Code, pgErr.Message
+		if pgErr.Detail != "" {
+			result.Message += " (" + pgErr.Detail + ")"
+		}
 	}
 	return result
 }
 
-// warm opens, ahead of a fire, the sessions its runs will need: as many per owner as the owner
-// has jobs due then (up to MaxRuns), so that no run waits for a connection at its minute.
-// Opening a session sends no statement.
-func (a *dbAgent) warm(jobs []*job) {
-	need := map[string]int{}
-	for _, j := range jobs {
-		need[j.owner] = min(need[j.owner]+1, a.opt.MaxRuns)
-	}
-	for owner, n := range need {
-		pool, err := a.ownerPool(owner)
-		if err != nil {
-			continue // the run reports it
-		}
-		// Hold all n at once, else the pool hands the same session out again.
-		go func() {
-			ctx, cancel := context.WithTimeout(a.runCtx, 10*time.Second)
-			defer cancel()
-			conns := make(chan *pgxpool.Conn, n)
-			var opening sync.WaitGroup
-			for range n {
-				opening.Add(1)
-				go func() {
-					defer opening.Done()
-					if c, err := pool.Acquire(ctx); err == nil {
-						conns <- c
-					}
-				}()
-			}
-			opening.Wait()
-			close(conns)
-			for c := range conns {
-				c.Release()
-			}
-		}()
-	}
-}
-
-// recordSkipped records a fire skipped because the job's previous run was still going.
-func (a *dbAgent) recordSkipped(j *job, at time.Time) {
-	a.logf(agentlog.LevelInfo, statusFiring, "job %s is still running: fire of %s skipped", j.name, at.Format(time.RFC3339))
+// recordSkipped records a fire that did not run.
+func (a *dbAgent) recordSkipped(j *job, at time.Time, why string) {
+	a.logf(agentlog.LevelInfo, statusFiring, "job %s: fire of %s skipped: %s", j.name, at.Format(time.RFC3339), why)
 	records, err := a.recordsPool()
 	if err != nil {
 		a.logf(agentlog.LevelError, statusFiring, "%v", err)
@@ -493,26 +559,35 @@ func (a *dbAgent) recordSkipped(j *job, at time.Time) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	if err := sqlschema.RunRecord(ctx, records, j.id, j.name, j.owner, at, "skipped", "the previous run was still going", a.opt.Name); err != nil {
+	if err := sqlschema.RunRecord(ctx, records, j.id, j.name, j.owner, at, "skipped", why, a.opt.Name); err != nil {
 		a.logf(agentlog.LevelError, statusFiring, "%v", err)
 	}
 }
 
-// recordMissed records, once per job and outage, the fires that passed while no agent ran.
-func (a *dbAgent) recordMissed(ctx context.Context, records *pgxpool.Pool, missed []missedFires) {
+// recordMissed records, once per job and outage, the fires that passed while no agent was
+// active, and claims them so that no agent counts them again.
+func (a *dbAgent) recordMissed(ctx context.Context, records *pgxpool.Pool, leader int, missed []missedFires) error {
 	for _, m := range missed {
+		claimed, err := sqlschema.FireClaim(ctx, records, []int{m.job.id}, []time.Time{m.last}, leader)
+		if err != nil {
+			return err
+		}
+		if len(claimed) == 0 {
+			continue // another agent has them
+		}
 		msg := fmt.Sprintf("%d fires from %s to %s were missed: no agent was active on the database", m.count, m.first.Format(time.RFC3339), m.last.Format(time.RFC3339))
 		if m.count == 1 {
 			msg = fmt.Sprintf("the fire of %s was missed: no agent was active on the database", m.first.Format(time.RFC3339))
 		}
 		a.logf(agentlog.LevelEssential, statusStarting, "job %s: %s", m.job.name, msg)
 		if err := sqlschema.RunRecord(ctx, records, m.job.id, m.job.name, m.job.owner, m.first, "missed", msg, a.opt.Name); err != nil {
-			a.logf(agentlog.LevelError, statusStarting, "%v", err)
+			return err
 		}
 	}
+	return nil
 }
 
-// flushPending records the run ends that could not be recorded during an outage.
+// flushPending records the run ends that could not be recorded before.
 func (a *dbAgent) flushPending(ctx context.Context, records *pgxpool.Pool) {
 	a.pendingMu.Lock()
 	pending := a.pending
@@ -523,7 +598,7 @@ func (a *dbAgent) flushPending(ctx context.Context, records *pgxpool.Pool) {
 		if p.runID == 0 {
 			err = sqlschema.RunInsert(ctx, records, p.run, p.result)
 		} else {
-			err = sqlschema.RunFinish(ctx, records, p.runID, p.result)
+			_, err = sqlschema.RunFinish(ctx, records, p.runID, p.result)
 		}
 		if err != nil {
 			a.pendingMu.Lock()
@@ -534,16 +609,32 @@ func (a *dbAgent) flushPending(ctx context.Context, records *pgxpool.Pool) {
 	}
 }
 
-// connConfig returns the connection settings of the agent's sessions, as user when not "".
+func (a *dbAgent) pendingCount() int {
+	a.pendingMu.Lock()
+	defer a.pendingMu.Unlock()
+	return len(a.pending)
+}
+
+// connConfig returns the connection settings of the agent's sessions, as user when not "": the
+// DSN is read again for that user, so that its own password (PGPASSWORD, ~/.pgpass) is used.
+// TCP keepalives let the server end a dead agent's session, and its lock, within seconds.
 func (a *dbAgent) connConfig(user string) (*pgx.ConnConfig, error) {
-	cfg, err := pgx.ParseConfig(a.db.DSN)
+	dsn := a.db.DSN
+	if user != "" {
+		dsn += " user='" + strings.NewReplacer(`\`, `\\`, `'`, `\'`).Replace(user) + "'"
+	}
+	cfg, err := pgx.ParseConfig(dsn)
 	if err != nil {
 		return nil, fmt.Errorf("database %d: %w", a.db.ID, err)
 	}
 	cfg.RuntimeParams["application_name"] = applicationName(a.db.ID)
-	if user != "" {
-		cfg.User = user
-	}
+	cfg.RuntimeParams["idle_session_timeout"] = "0"
+	// A run whose agent died ends within a second instead of running on unowned.
+	cfg.RuntimeParams["client_connection_check_interval"] = "1000"
+	cfg.RuntimeParams["tcp_keepalives_idle"] = "5"
+	cfg.RuntimeParams["tcp_keepalives_interval"] = "1"
+	cfg.RuntimeParams["tcp_keepalives_count"] = "3"
+	cfg.DialFunc = (&net.Dialer{KeepAlive: 5 * time.Second, Timeout: 10 * time.Second}).DialContext
 	return cfg, nil
 }
 
@@ -560,6 +651,15 @@ func (a *dbAgent) recordsPool() (*pgxpool.Pool, error) {
 	}
 	a.records = pool
 	return pool, nil
+}
+
+// acquire takes a session authenticated as a job owner from its pool.
+func (a *dbAgent) acquire(owner string) (*pgxpool.Conn, error) {
+	pool, err := a.ownerPool(owner)
+	if err != nil {
+		return nil, err
+	}
+	return pool.Acquire(a.runCtx)
 }
 
 // ownerPool returns the pool of sessions authenticated as a job owner.
@@ -593,12 +693,58 @@ func (a *dbAgent) newPool(user string, size int) (*pgxpool.Pool, error) {
 		// No ping before a run: it would delay the run by a round trip. A dead session fails the
 		// run, which records why, and the pool drops it; outages reset the pools anyway.
 		poolCfg.ShouldPing = func(context.Context, pgxpool.ShouldPingParams) bool { return false }
+		// Each session's identity, read once when it opens, names the session of its runs.
+		poolCfg.AfterConnect = func(ctx context.Context, c *pgx.Conn) error {
+			pid, start, err := sqlschema.SessionIdentity(ctx, c)
+			if err == nil {
+				a.sessions.Store(uint32(pid), start)
+			}
+			return err
+		}
+		poolCfg.BeforeClose = func(c *pgx.Conn) { a.sessions.Delete(c.PgConn().PID()) }
 	}
 	pool, err := pgxpool.NewWithConfig(context.Background(), poolCfg)
 	if err != nil {
 		return nil, fmt.Errorf("database %d: sessions as %s: %w", a.db.ID, cfg.User, err)
 	}
 	return pool, nil
+}
+
+// warm opens, ahead of a fire, the sessions its runs will need: as many per owner as the owner
+// has jobs due then (up to MaxRuns), so that no run waits for a connection at its minute.
+// Opening a session sends no statement but the one reading its identity.
+func (a *dbAgent) warm(jobs []*job) {
+	need := map[string]int{}
+	for _, j := range jobs {
+		need[j.owner] = min(need[j.owner]+1, a.opt.MaxRuns)
+	}
+	for owner, n := range need {
+		pool, err := a.ownerPool(owner)
+		if err != nil {
+			continue // the run reports it
+		}
+		// Hold all n at once, else the pool hands the same session out again.
+		go func() {
+			ctx, cancel := context.WithTimeout(a.runCtx, warmLead)
+			defer cancel()
+			conns := make(chan *pgxpool.Conn, n)
+			var opening sync.WaitGroup
+			for range n {
+				opening.Add(1)
+				go func() {
+					defer opening.Done()
+					if c, err := pool.Acquire(ctx); err == nil {
+						conns <- c
+					}
+				}()
+			}
+			opening.Wait()
+			close(conns)
+			for c := range conns {
+				c.Release()
+			}
+		}()
+	}
 }
 
 // resetPools closes every idle session of the pools; new ones are opened on demand.

@@ -17,9 +17,10 @@ type Master struct {
 	runCtx    context.Context    // runs are cancelled when it ends
 	cancelRun context.CancelFunc // hard stop
 
-	mu      sync.Mutex
-	agents  map[int]*runningAgent // by database id
-	stopped bool
+	mu       sync.Mutex
+	agents   map[int]*runningAgent // by database id
+	draining []*runningAgent       // stopped by a reload, their runs finishing
+	stopped  bool
 }
 
 // runningAgent is a database agent and how to stop it.
@@ -41,8 +42,9 @@ func NewMaster(opt Options, log *slog.Logger) *Master {
 func (m *Master) Start() time.Time { return m.opt.Start }
 
 // Apply makes the running database agents those of dbs: it starts the added ones, stops the
-// removed ones (their runs finish) and restarts those whose connection changed. A change of log
-// level alone is applied in place.
+// removed ones (their runs finish) and replaces those whose connection changed. A change of log
+// level alone is applied in place. Apply does not wait for runs: a replaced agent drains while its
+// successor waits for the leader lock, which the old one holds until its runs have ended.
 func (m *Master) Apply(dbs []Database) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
@@ -58,15 +60,13 @@ func (m *Master) Apply(dbs []Database) {
 		switch {
 		case !keep:
 			m.log.Log(context.Background(), agentlog.LevelEssential, "database agent removed from the configuration", "status", "reloading", "id", id)
-			ra.cancel()
+			m.drain(ra)
 			delete(m.agents, id)
 		case db.DSN != ra.db.DSN:
-			m.log.Log(context.Background(), agentlog.LevelEssential, "database agent's connection changed: restarting it", "status", "reloading", "id", id)
-			ra.cancel()
-			<-ra.done
-			startupDone := ra.agent.startupDone
+			m.log.Log(context.Background(), agentlog.LevelEssential, "database agent's connection changed: replacing it", "status", "reloading", "id", id)
+			m.drain(ra)
 			delete(m.agents, id)
-			m.start(db, startupDone)
+			m.start(db, ra.agent.startupDone.Load())
 		case db.LogLevel != ra.db.LogLevel:
 			m.opt.Logger(id, db.LogLevel) // the logger of id follows its new level
 			ra.db.LogLevel = db.LogLevel
@@ -79,11 +79,28 @@ func (m *Master) Apply(dbs []Database) {
 	}
 }
 
+// drain stops an agent softly and keeps it until it has ended; m.mu is held.
+func (m *Master) drain(ra *runningAgent) {
+	ra.cancel()
+	m.draining = append(m.draining, ra)
+	go func() {
+		<-ra.done
+		m.mu.Lock()
+		defer m.mu.Unlock()
+		for i, d := range m.draining {
+			if d == ra {
+				m.draining = append(m.draining[:i], m.draining[i+1:]...)
+				break
+			}
+		}
+	}()
+}
+
 // start starts a database agent; m.mu is held.
 func (m *Master) start(db Database, startupDone bool) {
 	ctx, cancel := context.WithCancel(context.Background())
 	a := newDBAgent(db, m.opt, m.runCtx)
-	a.startupDone = startupDone
+	a.startupDone.Store(startupDone)
 	ra := &runningAgent{db: db, agent: a, cancel: cancel, done: make(chan struct{})}
 	m.agents[db.ID] = ra
 	m.log.Log(context.Background(), agentlog.LevelEssential, "database agent started", "status", "starting", "id", db.ID)
@@ -93,24 +110,27 @@ func (m *Master) start(db Database, startupDone bool) {
 	}()
 }
 
-// Stop stops the agents softly: no new runs, and runs in flight may finish within grace. Then
-// they are cancelled (and recorded as cancelled). Stop returns when everything has ended; it is
-// safe to call twice.
+// Stop stops the agents softly: no new runs, and runs in flight may finish within grace (real
+// time). Then they are cancelled (and recorded as cancelled). Stop returns when everything has
+// ended; it is safe to call twice.
 func (m *Master) Stop(grace time.Duration) {
 	m.mu.Lock()
 	m.stopped = true
-	agents := m.agents
+	agents := append([]*runningAgent(nil), m.draining...)
+	for _, ra := range m.agents {
+		agents = append(agents, ra)
+	}
 	m.agents = map[int]*runningAgent{}
 	m.mu.Unlock()
 	for _, ra := range agents {
 		ra.cancel()
 	}
-	timer := m.opt.Clock.NewTimer(grace)
+	timer := time.NewTimer(grace)
 	defer timer.Stop()
 	for _, ra := range agents {
 		select {
 		case <-ra.done:
-		case <-timer.C():
+		case <-timer.C:
 			m.log.Log(context.Background(), agentlog.LevelEssential, "grace period over: cancelling the runs still going", "status", "stopping")
 			m.cancelRun()
 			<-ra.done

@@ -1,6 +1,7 @@
 package agent
 
 import (
+	"fmt"
 	"log/slog"
 	"time"
 
@@ -9,17 +10,22 @@ import (
 
 // planner keeps each job's next fire. Only the database agent's loop uses it.
 type planner struct {
-	opt       Options
-	jobs      map[int]*plannedJob
-	order     []int     // job ids in load order, for a stable order of fires
-	lastCheck time.Time // the last time due() looked: fires up to it are handled
+	opt   Options
+	log   *slog.Logger
+	jobs  map[int]*plannedJob
+	order []int // job ids in load order, for a stable order of fires
 }
 
 type plannedJob struct {
-	job      *job
-	next     time.Time  // the next fire; zero when none
-	recorded *time.Time // the next fire as the database has it
+	job       *job
+	signature string     // what the job's plan depends on: a change replans it
+	next      time.Time  // the next fire; zero when none
+	recorded  *time.Time // the next fire as the database has it
 }
+
+// lateTolerance is how late a fire may still run when the agent starts or a job changes; an older
+// one counts as missed.
+const lateTolerance = time.Second
 
 // dueFire is a fire to run now.
 type dueFire struct {
@@ -40,27 +46,36 @@ type plansUpdate struct {
 	next []*time.Time
 }
 
-func newPlanner(opt Options) *planner {
-	return &planner{opt: opt, jobs: map[int]*plannedJob{}}
+func newPlanner(opt Options, log *slog.Logger) *planner {
+	return &planner{opt: opt, log: log, jobs: map[int]*plannedJob{}}
 }
 
-// load replaces the jobs with those stored. Jobs it already had keep their place in time; new
-// and changed ones are planned from the last check (or now, the first time).
-func (p *planner) load(stored []sqlschema.StoredJob, now time.Time, log *slog.Logger) {
-	from := p.lastCheck
-	if from.IsZero() {
-		from = now
-		p.lastCheck = now
-	}
+// load replaces the jobs with those stored. An unchanged job keeps its plan; a new or changed one
+// is planned from a moment ago (lateTolerance), never again at or before its latest claimed fire.
+func (p *planner) load(stored []sqlschema.StoredJob, now time.Time) {
 	jobs := make(map[int]*plannedJob, len(stored))
 	p.order = p.order[:0]
 	for _, s := range stored {
-		j := &job{id: s.ID, name: s.Name, call: s.Call, owner: s.Owner, startup: s.Startup, startSet: s.StartSet, plannedAt: s.NextRun, lastFire: s.LastFire}
-		if err := j.parseJobSchedules(s.StartSchedule, s.Schedules, p.opt.Location, p.opt.Start); err != nil {
-			log.Error(err.Error(), "status", statusStarting)
+		sig := fmt.Sprintf("%s|%s|%v|%d|%v|%q", s.Call, s.Owner, s.Startup, s.StartSet.UnixNano(), s.StartSchedule, s.Schedules)
+		if s.StartSchedule != nil {
+			sig = fmt.Sprintf("%s|%s", sig, *s.StartSchedule)
+		}
+		if old, ok := p.jobs[s.ID]; ok && old.signature == sig {
+			old.job.name = s.Name // a rename changes no plan
+			jobs[s.ID] = old
+			p.order = append(p.order, s.ID)
 			continue
 		}
-		pj := &plannedJob{job: j, recorded: s.NextRun}
+		j := &job{id: s.ID, name: s.Name, call: s.Call, owner: s.Owner, startup: s.Startup, startSet: s.StartSet, plannedAt: s.NextRun, lastFire: s.LastFire}
+		if err := j.parseJobSchedules(s.StartSchedule, s.Schedules, p.opt.Location, p.opt.Start); err != nil {
+			p.log.Error(err.Error(), "status", statusStarting)
+			continue
+		}
+		pj := &plannedJob{job: j, signature: sig, recorded: s.NextRun}
+		from := now.Add(-lateTolerance)
+		if s.LastFire != nil && s.LastFire.After(from) {
+			from = *s.LastFire
+		}
 		if next, ok := j.nextFire(from); ok {
 			pj.next = next
 		}
@@ -70,33 +85,36 @@ func (p *planner) load(stored []sqlschema.StoredJob, now time.Time, log *slog.Lo
 	p.jobs = jobs
 }
 
-// missed returns, per job, the fires planned before (by this or another agent) that passed
-// before now without running.
+// missed returns, per job, the fires that passed before now - lateTolerance without being
+// claimed: after the latest claimed fire, or else from the fire planned before.
 func (p *planner) missed(now time.Time) []missedFires {
+	limit := now.Add(-lateTolerance)
 	var out []missedFires
 	for _, id := range p.order {
-		pj := p.jobs[id]
-		planned := pj.job.plannedAt
-		if planned != nil && pj.job.lastFire != nil && !planned.After(*pj.job.lastFire) {
-			// The planned fire ran; its next plan was not recorded before the agent stopped.
-			next, ok := pj.job.nextFire(*pj.job.lastFire)
-			planned = &next
-			if !ok {
-				planned = nil
-			}
-		}
-		if planned == nil || !planned.Before(now.Add(-time.Second)) {
+		j := p.jobs[id].job
+		var after time.Time
+		switch {
+		case j.lastFire != nil:
+			after = *j.lastFire
+		case j.plannedAt != nil:
+			after = j.plannedAt.Add(-time.Nanosecond)
+		default:
 			continue
 		}
-		m := missedFires{job: pj.job, first: *planned, last: *planned, count: 1}
-		for t := *planned; m.count < 100000; m.count++ {
-			next, ok := pj.job.nextFire(t)
-			if !ok || !next.Before(now) {
+		var m missedFires
+		for t := after; m.count < 100000; {
+			next, ok := j.nextFire(t)
+			if !ok || next.After(limit) {
 				break
 			}
-			m.last, t = next, next
+			if m.count == 0 {
+				m.first = next
+			}
+			m.job, m.last, m.count, t = j, next, m.count+1, next
 		}
-		out = append(out, m)
+		if m.count > 0 {
+			out = append(out, m)
+		}
 	}
 	return out
 }
@@ -135,9 +153,6 @@ func (p *planner) due(now time.Time) []dueFire {
 			at, t = next, next
 		}
 		out = append(out, dueFire{job: pj.job, at: at})
-	}
-	if now.After(p.lastCheck) {
-		p.lastCheck = now
 	}
 	return out
 }

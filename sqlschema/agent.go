@@ -52,10 +52,10 @@ type StoredJob struct {
 	Owner         string
 	Startup       bool
 	StartSet      time.Time
-	NextRun       *time.Time // the run planned before, as the agent recorded it
+	NextRun       *time.Time // the fire planned before, as the agent recorded it
 	StartSchedule *string    // canonical text, nil when none
 	Schedules     []string   // canonical texts of the recurrences
-	LastFire      *time.Time // the latest fire the run history has, nil when none
+	LastFire      *time.Time // the latest fire claimed (run, skipped or missed), nil when none
 }
 
 // JobLoad returns every job of the database.
@@ -83,10 +83,10 @@ func JobPlan(ctx context.Context, q Execer, ids []int, next []*time.Time) error 
 	return nil
 }
 
-// RunStart records that a run goes on and returns its id. scheduled is nil for a startup run.
+// RunStart records that a run goes on and returns its id.
 func RunStart(ctx context.Context, q Execer, r Run) (int64, error) {
 	var id int64
-	if err := q.QueryRow(ctx, query("run_start"), r.JobID, r.JobName, r.Owner, r.Scheduled, r.Agent, r.Session, r.Started).Scan(&id); err != nil {
+	if err := q.QueryRow(ctx, query("run_start"), r.JobID, r.JobName, r.Owner, r.Scheduled, r.Agent, r.Session, r.SessionStart, r.Started).Scan(&id); err != nil {
 		return 0, fmt.Errorf("record the start of job %s: %w", r.JobName, err)
 	}
 	return id, nil
@@ -94,7 +94,7 @@ func RunStart(ctx context.Context, q Execer, r Run) (int64, error) {
 
 // RunInsert records a whole run, started and ended, in one statement.
 func RunInsert(ctx context.Context, q Execer, r Run, result RunResult) error {
-	if _, err := q.Exec(ctx, query("run_insert"), r.JobID, r.JobName, r.Owner, r.Scheduled, r.Agent, r.Session, r.Started,
+	if _, err := q.Exec(ctx, query("run_insert"), r.JobID, r.JobName, r.Owner, r.Scheduled, r.Agent, r.Session, r.SessionStart, r.Started,
 		result.Finished, result.Status, nullIfEmpty(result.SQLState), nullIfEmpty(result.Message)); err != nil {
 		return fmt.Errorf("record the run of job %s: %w", r.JobName, err)
 	}
@@ -103,13 +103,38 @@ func RunInsert(ctx context.Context, q Execer, r Run, result RunResult) error {
 
 // Run is one run of a job.
 type Run struct {
-	JobID     int
-	JobName   string
-	Owner     string
-	Scheduled *time.Time // the fire time; nil for a startup run
-	Agent     string     // the agent process, such as "host pid 1234"
-	Session   int        // the backend pid of the agent's leader session
-	Started   time.Time
+	JobID        int
+	JobName      string
+	Owner        string
+	Scheduled    *time.Time // the fire time; nil for a startup run
+	Agent        string     // the agent process, such as "host pid 1234"
+	Session      int        // the backend pid of the session the run runs on
+	SessionStart time.Time  // that session's backend_start
+	Started      time.Time
+}
+
+// SessionIdentity returns the backend pid and backend_start of a session: together they name it
+// while it lives.
+func SessionIdentity(ctx context.Context, q Querier) (pid int, start time.Time, err error) {
+	if err := q.QueryRow(ctx, query("session_start")).Scan(&pid, &start); err != nil {
+		return 0, time.Time{}, fmt.Errorf("read the session's identity: %w", err)
+	}
+	return pid, start, nil
+}
+
+// FireClaim claims fires (job ids and fire times) for the agent whose leader session is leader,
+// and returns the ids of the jobs it may run: none when that session no longer holds the leader
+// lock, and none whose fire another agent has claimed.
+func FireClaim(ctx context.Context, q Execer, ids []int, at []time.Time, leader int) ([]int, error) {
+	rows, err := q.Query(ctx, query("fire_claim"), ids, at, leader)
+	if err != nil {
+		return nil, fmt.Errorf("claim fires: %w", err)
+	}
+	claimed, err := pgx.CollectRows(rows, pgx.RowTo[int])
+	if err != nil {
+		return nil, fmt.Errorf("claim fires: %w", err)
+	}
+	return claimed, nil
 }
 
 // RunResult is how a run ended.
@@ -120,12 +145,14 @@ type RunResult struct {
 	Message  string // "" when none
 }
 
-// RunFinish records how a run ended.
-func RunFinish(ctx context.Context, q Execer, runID int64, r RunResult) error {
-	if _, err := q.Exec(ctx, query("run_finish"), runID, r.Finished, r.Status, nullIfEmpty(r.SQLState), nullIfEmpty(r.Message)); err != nil {
-		return fmt.Errorf("record the end of run %d: %w", runID, err)
+// RunFinish records how a run ended. It reports false when the run was no longer "running":
+// another agent marked it abandoned meanwhile.
+func RunFinish(ctx context.Context, q Execer, runID int64, r RunResult) (bool, error) {
+	var n int
+	if err := q.QueryRow(ctx, query("run_finish"), runID, r.Finished, r.Status, nullIfEmpty(r.SQLState), nullIfEmpty(r.Message)).Scan(&n); err != nil {
+		return false, fmt.Errorf("record the end of run %d: %w", runID, err)
 	}
-	return nil
+	return n == 1, nil
 }
 
 // RunRecord records a fire that did not run: status skipped or missed.
@@ -148,6 +175,15 @@ func RunAbandon(ctx context.Context, q Execer) ([]string, error) {
 		return nil, fmt.Errorf("mark abandoned runs: %w", err)
 	}
 	return names, nil
+}
+
+// RunForeignRunning returns how many runs of agents other than agent are recorded as running.
+func RunForeignRunning(ctx context.Context, q Execer, agent string) (int, error) {
+	var n int
+	if err := q.QueryRow(ctx, query("run_foreign_running"), agent).Scan(&n); err != nil {
+		return 0, fmt.Errorf("count the runs of other agents: %w", err)
+	}
+	return n, nil
 }
 
 // RunPrune deletes the runs older than the run_retention setting and returns how many.

@@ -321,7 +321,9 @@ func TestNotifiesOncePerTransaction(t *testing.T) {
 	if n := notifications(); n != 1 {
 		t.Fatalf("an update sent %d notifications, want 1", n)
 	}
-	mustExec(t, conn, "UPDATE pgjobs.pgj_job_ SET jobnextrun = now(), joblastrun = now(), joblaststatus = 'ok'")
+	mustExec(t, conn, `INSERT INTO pgjobs.pgj_fire_ (firejobid, firenext, firelast, firelastrun, firelaststatus)
+		SELECT jobid, now(), now(), now(), 'ok' FROM pgjobs.pgj_job_;
+		INSERT INTO pgjobs.pgj_run_ (runjobname, runowner, runstatus) VALUES ('J', 'postgres', 'ok')`)
 	if n := notifications(); n != 0 {
 		t.Fatalf("the agent's bookkeeping sent %d notifications, want 0", n)
 	}

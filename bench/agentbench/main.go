@@ -145,7 +145,7 @@ func startOffsets(ctx context.Context, cluster *pgtest.Cluster, dbs []string, jo
 		if err != nil {
 			return nil, err
 		}
-		_, err = conn.Exec(ctx, "TRUNCATE pgjobs.pgj_run_, pgjobs.pgj_job_schedule_, pgjobs.pgj_job_, pgjobs.pgj_schedule_, bench_hits CASCADE")
+		_, err = conn.Exec(ctx, "TRUNCATE pgjobs.pgj_run_, pgjobs.pgj_fire_, pgjobs.pgj_job_schedule_, pgjobs.pgj_job_, pgjobs.pgj_schedule_, bench_hits CASCADE")
 		if err == nil {
 			_, err = conn.Exec(ctx, "SELECT pgjobs.pgj_create_schedule('bench', $1)", fmt.Sprintf("D %02d", minute.Minute()))
 		}
@@ -210,7 +210,7 @@ func idleStatements(ctx context.Context, cluster *pgtest.Cluster, db string, win
 		sql  string
 		args []any
 	}{
-		{"TRUNCATE pgjobs.pgj_run_, pgjobs.pgj_job_schedule_, pgjobs.pgj_job_, pgjobs.pgj_schedule_ CASCADE", nil},
+		{"TRUNCATE pgjobs.pgj_run_, pgjobs.pgj_fire_, pgjobs.pgj_job_schedule_, pgjobs.pgj_job_, pgjobs.pgj_schedule_ CASCADE", nil},
 		{"SELECT pgjobs.pgj_create_schedule('later', 'D 2099.01.01 0:00'), pgjobs.pgj_create_schedule('weekly', $1)", []any{weekly}},
 		{`SELECT pgjobs.pgj_create_job('j' || i, format('bench_hit(%L)', 'j' || i), null, CASE WHEN i % 2 = 0 THEN 'later' ELSE 'weekly' END)
 			FROM generate_series(1, 100) i`, nil},
@@ -296,7 +296,7 @@ func scale(ctx context.Context, cluster *pgtest.Cluster, n int) error {
 				return err
 			}
 			var k int
-			err = conn.QueryRow(ctx, "SELECT count(*) FROM pgjobs.pgj_job_ WHERE jobnextrun IS NOT NULL").Scan(&k)
+			err = conn.QueryRow(ctx, "SELECT count(*) FROM pgjobs.pgj_fire_ WHERE firenext IS NOT NULL").Scan(&k)
 			conn.Close(ctx)
 			if err != nil {
 				return err

@@ -1,9 +1,12 @@
--- Records how run $1 ended: at $2 with status $3, SQLSTATE $4 and message $5; and the job's last run.
--- A run that another agent has marked abandoned meanwhile stays so.
+-- Records how run $1 ended: at $2 with status $3, SQLSTATE $4 and message $5; and the job's last
+-- run. Returns nothing when another agent has marked the run abandoned meanwhile.
 WITH run AS (
     UPDATE pgjobs.pgj_run_ SET runfinished = $2, runstatus = $3, runsqlstate = $4, runmessage = $5
     WHERE runid = $1 AND runstatus = 'running'
     RETURNING runjobid, runstarted, runstatus
+), job AS (
+    INSERT INTO pgjobs.pgj_fire_ AS f (firejobid, firelastrun, firelaststatus)
+    SELECT runjobid, runstarted, runstatus FROM run WHERE EXISTS (SELECT FROM pgjobs.pgj_job_ j WHERE j.jobid = run.runjobid)
+    ON CONFLICT (firejobid) DO UPDATE SET firelastrun = EXCLUDED.firelastrun, firelaststatus = EXCLUDED.firelaststatus
 )
-UPDATE pgjobs.pgj_job_ j SET joblastrun = run.runstarted, joblaststatus = run.runstatus
-FROM run WHERE j.jobid = run.runjobid
+SELECT count(*) FROM run

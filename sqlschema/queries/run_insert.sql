@@ -1,11 +1,12 @@
 -- Records a run that ended before its "running" row was written: job $1, name $2, owner $3, fire
--- time $4 (NULL for a startup run), agent $5, leader session $6, started $7, finished $8, status $9,
--- SQLSTATE $10, message $11; and the job's last run.
+-- time $4 (NULL for a startup run), agent $5, the run's session $6 and its backend_start $7,
+-- started $8, finished $9, status $10, SQLSTATE $11, message $12; and the job's last run.
 WITH run AS (
-    INSERT INTO pgjobs.pgj_run_ (runjobid, runjobname, runowner, runscheduled, runagent, runsession,
+    INSERT INTO pgjobs.pgj_run_ (runjobid, runjobname, runowner, runscheduled, runagent, runsession, runsessionstart,
                                  runstarted, runfinished, runstatus, runsqlstate, runmessage)
-    VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)
+    VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12)
     RETURNING runjobid, runstarted, runstatus
 )
-UPDATE pgjobs.pgj_job_ j SET joblastrun = run.runstarted, joblaststatus = run.runstatus
-FROM run WHERE j.jobid = run.runjobid
+INSERT INTO pgjobs.pgj_fire_ AS f (firejobid, firelastrun, firelaststatus)
+SELECT runjobid, runstarted, runstatus FROM run WHERE EXISTS (SELECT FROM pgjobs.pgj_job_ j WHERE j.jobid = run.runjobid)
+ON CONFLICT (firejobid) DO UPDATE SET firelastrun = EXCLUDED.firelastrun, firelaststatus = EXCLUDED.firelaststatus

@@ -23,10 +23,7 @@ CREATE TABLE pgjobs.pgj_job_ (
     jobstartschid  int REFERENCES pgjobs.pgj_schedule_ (schid),
     jobstartset    timestamptz NOT NULL DEFAULT now(), -- when the start schedule was last set: it gates from here
     jobowner       name NOT NULL,
-    jobcreated     timestamptz NOT NULL DEFAULT now(),
-    jobnextrun     timestamptz, -- written by the agent
-    joblastrun     timestamptz, -- written by the agent
-    joblaststatus  text         -- written by the agent
+    jobcreated     timestamptz NOT NULL DEFAULT now()
 );
 CREATE INDEX ON pgjobs.pgj_job_ (jobstartschid);
 
@@ -36,6 +33,16 @@ CREATE TABLE pgjobs.pgj_job_schedule_ (
     PRIMARY KEY (jsjobid, jschid)
 );
 CREATE INDEX ON pgjobs.pgj_job_schedule_ (jschid);
+
+-- The agent's state of each job: only the agent writes here, so that a role's open transaction on
+-- its job (pgj_update_job locks the row) never blocks the agent.
+CREATE TABLE pgjobs.pgj_fire_ (
+    firejobid      int PRIMARY KEY REFERENCES pgjobs.pgj_job_ (jobid) ON DELETE CASCADE,
+    firelast       timestamptz, -- the latest fire claimed (run, skipped or missed): no agent fires it again
+    firenext       timestamptz, -- the next planned fire
+    firelastrun    timestamptz, -- when the last run started
+    firelaststatus text         -- and how it ended
+);
 
 -- The run history, written by the agent. A job's runs outlive the job (runjobid becomes NULL).
 CREATE TABLE pgjobs.pgj_run_ (
@@ -50,14 +57,15 @@ CREATE TABLE pgjobs.pgj_run_ (
     runsqlstate  text,
     runmessage   text,
     runagent     text,                 -- which agent ran it: host, process id and agent id
-    runsession   int                   -- the backend pid of that agent's leader session: while it lives, the run is the agent's
+    runsession   int,                  -- the backend pid of the session the run ran on
+    runsessionstart timestamptz        -- and its backend_start: while that session lives, the run goes on
 );
 CREATE INDEX ON pgjobs.pgj_run_ (runstatus) WHERE runstatus = 'running';
 CREATE INDEX ON pgjobs.pgj_run_ (runjobid, runstarted);
 CREATE INDEX ON pgjobs.pgj_run_ (runfinished);
 
 REVOKE ALL ON pgjobs.pgj_version_, pgjobs.pgj_setting_, pgjobs.pgj_schedule_, pgjobs.pgj_job_,
-    pgjobs.pgj_job_schedule_, pgjobs.pgj_run_ FROM PUBLIC;
+    pgjobs.pgj_job_schedule_, pgjobs.pgj_fire_, pgjobs.pgj_run_ FROM PUBLIC;
 
 -- One notification per transaction that changes what fires: PostgreSQL folds identical
 -- notifications of one transaction into one. The agent listens on channel pgjobs.
@@ -75,9 +83,6 @@ CREATE TRIGGER pgj_schedule_notify AFTER INSERT OR DELETE OR UPDATE OR TRUNCATE 
     FOR EACH STATEMENT EXECUTE FUNCTION pgjobs.pgj_notify_();
 CREATE TRIGGER pgj_job_schedule_notify AFTER INSERT OR DELETE OR UPDATE OR TRUNCATE ON pgjobs.pgj_job_schedule_
     FOR EACH STATEMENT EXECUTE FUNCTION pgjobs.pgj_notify_();
--- Only the columns that change firing: the agent's own updates of jobnextrun, joblastrun and
--- joblaststatus do not wake it.
-CREATE TRIGGER pgj_job_notify AFTER INSERT OR DELETE OR TRUNCATE ON pgjobs.pgj_job_
-    FOR EACH STATEMENT EXECUTE FUNCTION pgjobs.pgj_notify_();
-CREATE TRIGGER pgj_job_update_notify AFTER UPDATE OF jobname, jobfunction, jobisstartup, jobstartschid, jobstartset, jobowner ON pgjobs.pgj_job_
+-- The agent's own writes (pgj_fire_, pgj_run_) do not wake it.
+CREATE TRIGGER pgj_job_notify AFTER INSERT OR DELETE OR UPDATE OR TRUNCATE ON pgjobs.pgj_job_
     FOR EACH STATEMENT EXECUTE FUNCTION pgjobs.pgj_notify_();

@@ -430,13 +430,14 @@ SELECT j.jobname AS name,
              WHERE js.jsjobid = j.jobid ORDER BY s.schname) AS schedules,
        ARRAY(SELECT s.schtext FROM pgjobs.pgj_job_schedule_ js JOIN pgjobs.pgj_schedule_ s ON s.schid = js.jschid
              WHERE js.jsjobid = j.jobid ORDER BY s.schname) AS definitions,
-       j.jobnextrun AS next_run,
-       j.joblastrun AS last_run,
-       j.joblaststatus AS last_status,
+       f.firenext AS next_run,
+       f.firelastrun AS last_run,
+       f.firelaststatus AS last_status,
        j.jobowner AS owner,
        j.jobcreated AS created
 FROM pgjobs.pgj_job_ j
 LEFT JOIN pgjobs.pgj_schedule_ st ON st.schid = j.jobstartschid
+LEFT JOIN pgjobs.pgj_fire_ f ON f.firejobid = j.jobid
 WHERE pgjobs.pgj_visible_(j.jobowner);
 COMMENT ON VIEW pgjobs.pgj_jobs IS 'Your jobs, their function calls, start schedule, recurrence schedules (names and definitions in the same order), next and last run';
 
