@@ -201,12 +201,21 @@ func serve(c *cli.Context, path string, stderr io.Writer, ready chan<- *agent.Ma
 					master.Stop(c.Duration("grace"))
 					close(stopped)
 				}()
-				select {
-				case <-stopped:
-				case sig := <-signals:
-					masterLog.Log(c.Context, agentlog.LevelEssential, "second signal "+sig.String()+": cancelling the runs", "status", "stopping")
-					master.Cancel()
-					<-stopped
+			waitStop:
+				for {
+					select {
+					case <-stopped:
+						break waitStop
+					case sig := <-signals:
+						if sig == syscall.SIGHUP {
+							logs.reopen() // log rotation goes on; it is no second stop signal
+							continue
+						}
+						masterLog.Log(c.Context, agentlog.LevelEssential, "second signal "+sig.String()+": cancelling the runs", "status", "stopping")
+						master.Cancel()
+						<-stopped
+						break waitStop
+					}
 				}
 				masterLog.Log(c.Context, agentlog.LevelEssential, "pgjobsagent stopped", "status", "stopped")
 				return nil
