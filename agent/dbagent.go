@@ -175,6 +175,10 @@ func (a *dbAgent) serve(ctx context.Context, onConnected func()) error {
 		}
 		a.logf(agentlog.LevelEssential, statusStarting, "taking over as the active agent")
 	}
+	epoch, err := sqlschema.LeaderEpoch(ctx, conn, a.opt.Name)
+	if err != nil {
+		return err
+	}
 	if _, err := conn.Exec(ctx, "LISTEN pgjobs"); err != nil {
 		return fmt.Errorf("listen for changes: %w", err)
 	}
@@ -211,7 +215,7 @@ func (a *dbAgent) serve(ctx context.Context, onConnected func()) error {
 			}
 		}
 	}()
-	err = a.loop(ctx, records, session, changes, lost)
+	err = a.loop(ctx, records, epoch, changes, lost)
 	if ctx.Err() != nil {
 		a.runs.Wait() // a soft stop: hold the leader lock until the runs have ended
 	}
@@ -224,7 +228,7 @@ func (a *dbAgent) serve(ctx context.Context, onConnected func()) error {
 }
 
 // loop plans and fires until the leader session is lost or ctx ends.
-func (a *dbAgent) loop(ctx context.Context, records *pgxpool.Pool, leader int, changes <-chan struct{}, lost <-chan error) error {
+func (a *dbAgent) loop(ctx context.Context, records *pgxpool.Pool, epoch int64, changes <-chan struct{}, lost <-chan error) error {
 	p := newPlanner(a.opt, a.log)
 	stored, err := sqlschema.JobLoad(ctx, records)
 	if err != nil {
@@ -232,7 +236,7 @@ func (a *dbAgent) loop(ctx context.Context, records *pgxpool.Pool, leader int, c
 	}
 	now := a.opt.Clock.Now()
 	p.load(stored, now)
-	if err := a.recordMissed(ctx, records, leader, p.missed(now)); err != nil {
+	if err := a.recordMissed(ctx, records, epoch, p.missed(now)); err != nil {
 		return err
 	}
 	if !a.startupDone.Swap(true) {
@@ -249,7 +253,7 @@ func (a *dbAgent) loop(ctx context.Context, records *pgxpool.Pool, leader int, c
 		}
 		now = a.opt.Clock.Now()
 		if fires := p.due(now); len(fires) > 0 {
-			if err := a.fireClaimed(ctx, records, leader, fires); err != nil {
+			if err := a.fireClaimed(ctx, records, epoch, fires); err != nil {
 				return err
 			}
 			if writePlans == nil {
@@ -337,15 +341,15 @@ func (a *dbAgent) abandon(ctx context.Context, records *pgxpool.Pool) error {
 	return nil
 }
 
-// fireClaimed claims the due fires for this leader session and fires those it got: a fire that
-// another agent claimed, or any fire once this session lost the leader lock, does not run.
-func (a *dbAgent) fireClaimed(ctx context.Context, records *pgxpool.Pool, leader int, fires []dueFire) error {
+// fireClaimed claims the due fires for this leader epoch and fires those it got: a fire that
+// another agent claimed, or any fire once another agent has taken the lead, does not run.
+func (a *dbAgent) fireClaimed(ctx context.Context, records *pgxpool.Pool, epoch int64, fires []dueFire) error {
 	ids := make([]int, len(fires))
 	ats := make([]time.Time, len(fires))
 	for i, f := range fires {
 		ids[i], ats[i] = f.job.id, f.at
 	}
-	claimed, err := sqlschema.FireClaim(ctx, records, ids, ats, leader)
+	claimed, err := sqlschema.FireClaim(ctx, records, ids, ats, epoch)
 	if err != nil {
 		return err
 	}
@@ -566,9 +570,9 @@ func (a *dbAgent) recordSkipped(j *job, at time.Time, why string) {
 
 // recordMissed records, once per job and outage, the fires that passed while no agent was
 // active, and claims them so that no agent counts them again.
-func (a *dbAgent) recordMissed(ctx context.Context, records *pgxpool.Pool, leader int, missed []missedFires) error {
+func (a *dbAgent) recordMissed(ctx context.Context, records *pgxpool.Pool, epoch int64, missed []missedFires) error {
 	for _, m := range missed {
-		claimed, err := sqlschema.FireClaim(ctx, records, []int{m.job.id}, []time.Time{m.last}, leader)
+		claimed, err := sqlschema.FireClaim(ctx, records, []int{m.job.id}, []time.Time{m.last}, epoch)
 		if err != nil {
 			return err
 		}

@@ -122,11 +122,21 @@ func SessionIdentity(ctx context.Context, q Querier) (pid int, start time.Time, 
 	return pid, start, nil
 }
 
-// FireClaim claims fires (job ids and fire times) for the agent whose leader session is leader,
-// and returns the ids of the jobs it may run: none when that session no longer holds the leader
-// lock, and none whose fire another agent has claimed.
-func FireClaim(ctx context.Context, q Execer, ids []int, at []time.Time, leader int) ([]int, error) {
-	rows, err := q.Query(ctx, query("fire_claim"), ids, at, leader)
+// LeaderEpoch starts a new fencing epoch for the agent that has just taken the leader lock on
+// conn, and returns it.
+func LeaderEpoch(ctx context.Context, conn *pgx.Conn, agent string) (int64, error) {
+	var epoch int64
+	if err := conn.QueryRow(ctx, query("leader_epoch"), agent).Scan(&epoch); err != nil {
+		return 0, fmt.Errorf("start a leader epoch: %w", err)
+	}
+	return epoch, nil
+}
+
+// FireClaim claims fires (job ids and fire times) for the agent of leader epoch epoch, and
+// returns the ids of the jobs it may run: none when another agent has taken the lead since, and
+// none whose fire another agent has claimed.
+func FireClaim(ctx context.Context, q Execer, ids []int, at []time.Time, epoch int64) ([]int, error) {
+	rows, err := q.Query(ctx, query("fire_claim"), ids, at, epoch)
 	if err != nil {
 		return nil, fmt.Errorf("claim fires: %w", err)
 	}

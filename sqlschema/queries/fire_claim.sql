@@ -1,10 +1,9 @@
--- Claims fires ($1 job ids, $2 fire times) for the agent whose leader session is $3, and returns
--- the jobs it may run. A fire is claimed once: not by a second agent (another clock, a late
--- leader), and only while session $3 holds the leader lock, so an agent that lost the lock
--- without noticing fires nothing.
+-- Claims fires ($1 job ids, $2 fire times) for the agent of leader epoch $3, and returns the jobs
+-- it may run. A fire is claimed once: not by a second agent (another clock, a late leader), and
+-- only while $3 is the current epoch, so an agent that lost the lock without noticing fires nothing.
 INSERT INTO pgjobs.pgj_fire_ AS f (firejobid, firelast)
 SELECT c.id, c.at FROM unnest($1::int[], $2::timestamptz[]) AS c(id, at)
-WHERE EXISTS (SELECT FROM pg_locks l WHERE l.locktype = 'advisory' AND l.pid = $3 AND l.granted)
+WHERE (SELECT epoch FROM pgjobs.pgj_leader_) = $3
   AND EXISTS (SELECT FROM pgjobs.pgj_job_ j WHERE j.jobid = c.id)
 ON CONFLICT (firejobid) DO UPDATE SET firelast = EXCLUDED.firelast
 WHERE f.firelast IS NULL OR f.firelast < EXCLUDED.firelast

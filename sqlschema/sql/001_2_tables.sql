@@ -44,6 +44,16 @@ CREATE TABLE pgjobs.pgj_fire_ (
     firelaststatus text         -- and how it ended
 );
 
+-- The active agent's fencing token: each agent that takes the leader lock increments the epoch,
+-- and claims fires only with its own, so an agent that lost the lock without noticing fires nothing.
+CREATE TABLE pgjobs.pgj_leader_ (
+    singleton boolean PRIMARY KEY DEFAULT true CHECK (singleton),
+    epoch     bigint NOT NULL DEFAULT 0,
+    agent     text,          -- the agent holding it
+    since     timestamptz
+);
+INSERT INTO pgjobs.pgj_leader_ DEFAULT VALUES;
+
 -- The run history, written by the agent. A job's runs outlive the job (runjobid becomes NULL).
 CREATE TABLE pgjobs.pgj_run_ (
     runid        bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
@@ -65,7 +75,7 @@ CREATE INDEX ON pgjobs.pgj_run_ (runjobid, runstarted);
 CREATE INDEX ON pgjobs.pgj_run_ (runfinished);
 
 REVOKE ALL ON pgjobs.pgj_version_, pgjobs.pgj_setting_, pgjobs.pgj_schedule_, pgjobs.pgj_job_,
-    pgjobs.pgj_job_schedule_, pgjobs.pgj_fire_, pgjobs.pgj_run_ FROM PUBLIC;
+    pgjobs.pgj_job_schedule_, pgjobs.pgj_fire_, pgjobs.pgj_leader_, pgjobs.pgj_run_ FROM PUBLIC;
 
 -- One notification per transaction that changes what fires: PostgreSQL folds identical
 -- notifications of one transaction into one. The agent listens on channel pgjobs.
