@@ -63,9 +63,6 @@ type dbAgent struct {
 
 	startupDone atomic.Bool // startup jobs ran in this agent's life
 
-	sessionMu sync.Mutex
-	session   int // backend pid of the leader session
-
 	pruned      time.Time // when old runs were last deleted; the loop's
 	foreignRuns bool      // runs of other agents are recorded as running; the loop's
 }
@@ -182,9 +179,6 @@ func (a *dbAgent) serve(ctx context.Context, onConnected func()) error {
 	if _, err := conn.Exec(ctx, "LISTEN pgjobs"); err != nil {
 		return fmt.Errorf("listen for changes: %w", err)
 	}
-	a.sessionMu.Lock()
-	a.session = session
-	a.sessionMu.Unlock()
 	records, err := a.recordsPool()
 	if err != nil {
 		return err
@@ -429,13 +423,6 @@ func (a *dbAgent) fire(stop context.Context, j *job, scheduled *time.Time) {
 		defer func() { <-a.slots }()
 		a.execute(j, scheduled)
 	}()
-}
-
-// leaderSession returns the backend pid of the current leader session.
-func (a *dbAgent) leaderSession() int {
-	a.sessionMu.Lock()
-	defer a.sessionMu.Unlock()
-	return a.session
 }
 
 // execute runs a job on a session of its owner and records the run.
