@@ -239,6 +239,7 @@ func (a *dbAgent) loop(ctx context.Context, records *pgxpool.Pool, epoch int64, 
 		}
 	}
 	var warmed time.Time            // the fire whose sessions are open
+	claimed := map[int]time.Time{}  // fires claimed ahead, by job
 	var writePlans <-chan time.Time // when to record the plans changed by fires
 	var recheck <-chan time.Time    // when to look again for runs whose session ended
 	for {
@@ -247,7 +248,7 @@ func (a *dbAgent) loop(ctx context.Context, records *pgxpool.Pool, epoch int64, 
 		}
 		now = a.opt.Clock.Now()
 		if fires := p.due(now); len(fires) > 0 {
-			if err := a.fireClaimed(ctx, records, epoch, fires); err != nil {
+			if err := a.fireClaimed(ctx, records, epoch, fires, claimed); err != nil {
 				return err
 			}
 			if writePlans == nil {
@@ -268,7 +269,11 @@ func (a *dbAgent) loop(ctx context.Context, records *pgxpool.Pool, epoch int64, 
 			if warmAt := next.Add(-warmLead); !next.Equal(warmed) && warmAt.After(a.opt.Clock.Now()) {
 				sleepUntil = warmAt // wake early to open the sessions the fire needs
 			} else if !next.Equal(warmed) {
-				a.warm(p.dueAt(next))
+				jobs := p.dueAt(next)
+				a.warm(jobs)
+				if err := a.claimAhead(ctx, records, epoch, jobs, next, claimed); err != nil {
+					return err
+				}
 				warmed = next
 			}
 			timer = a.opt.Clock.NewTimer(sleepUntil.Sub(a.opt.Clock.Now()))
@@ -335,21 +340,47 @@ func (a *dbAgent) abandon(ctx context.Context, records *pgxpool.Pool) error {
 	return nil
 }
 
-// fireClaimed claims the due fires for this leader epoch and fires those it got: a fire that
-// another agent claimed, or any fire once another agent has taken the lead, does not run.
-func (a *dbAgent) fireClaimed(ctx context.Context, records *pgxpool.Pool, epoch int64, fires []dueFire) error {
-	ids := make([]int, len(fires))
-	ats := make([]time.Time, len(fires))
-	for i, f := range fires {
-		ids[i], ats[i] = f.job.id, f.at
+// claimAhead claims, while the sessions open, the fires of jobs at `at`, so that at the minute
+// the runs start with no round trip before them. A claimed fire that never gets a run row (the
+// agent died first) is recorded as missed by the next agent.
+func (a *dbAgent) claimAhead(ctx context.Context, records *pgxpool.Pool, epoch int64, jobs []*job, at time.Time, claimed map[int]time.Time) error {
+	ids := make([]int, len(jobs))
+	ats := make([]time.Time, len(jobs))
+	for i, j := range jobs {
+		ids[i], ats[i] = j.id, at
 	}
-	claimed, err := sqlschema.FireClaim(ctx, records, ids, ats, epoch)
+	got, err := sqlschema.FireClaim(ctx, records, ids, ats, epoch)
 	if err != nil {
 		return err
 	}
-	ok := make(map[int]bool, len(claimed))
-	for _, id := range claimed {
-		ok[id] = true
+	for _, id := range got {
+		claimed[id] = at
+	}
+	return nil
+}
+
+// fireClaimed fires the due fires this leader epoch has claimed: ahead, or now. A fire that
+// another agent claimed, or any fire once another agent has taken the lead, does not run.
+func (a *dbAgent) fireClaimed(ctx context.Context, records *pgxpool.Pool, epoch int64, fires []dueFire, claimed map[int]time.Time) error {
+	var ids []int
+	var ats []time.Time
+	ok := make(map[int]bool, len(fires))
+	for _, f := range fires {
+		if at, ahead := claimed[f.job.id]; ahead && at.Equal(f.at) {
+			ok[f.job.id] = true
+		} else {
+			ids, ats = append(ids, f.job.id), append(ats, f.at)
+		}
+		delete(claimed, f.job.id)
+	}
+	if len(ids) > 0 {
+		got, err := sqlschema.FireClaim(ctx, records, ids, ats, epoch)
+		if err != nil {
+			return err
+		}
+		for _, id := range got {
+			ok[id] = true
+		}
 	}
 	for _, f := range fires {
 		if !ok[f.job.id] {
@@ -556,7 +587,8 @@ func (a *dbAgent) recordSkipped(j *job, at time.Time, why string) {
 }
 
 // recordMissed records, once per job and outage, the fires that passed while no agent was
-// active, and claims them so that no agent counts them again.
+// active, and claims them so that no agent counts them again. The row has the last missed fire
+// (the claimed one); its message gives the first and the count.
 func (a *dbAgent) recordMissed(ctx context.Context, records *pgxpool.Pool, epoch int64, missed []missedFires) error {
 	for _, m := range missed {
 		claimed, err := sqlschema.FireClaim(ctx, records, []int{m.job.id}, []time.Time{m.last}, epoch)
@@ -571,7 +603,7 @@ func (a *dbAgent) recordMissed(ctx context.Context, records *pgxpool.Pool, epoch
 			msg = fmt.Sprintf("the fire of %s was missed: no agent was active on the database", m.first.Format(time.RFC3339))
 		}
 		a.logf(agentlog.LevelEssential, statusStarting, "job %s: %s", m.job.name, msg)
-		if err := sqlschema.RunRecord(ctx, records, m.job.id, m.job.name, m.job.owner, m.first, "missed", msg, a.opt.Name); err != nil {
+		if err := sqlschema.RunRecord(ctx, records, m.job.id, m.job.name, m.job.owner, m.last, "missed", msg, a.opt.Name); err != nil {
 			return err
 		}
 	}

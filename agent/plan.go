@@ -18,7 +18,8 @@ type job struct {
 	startSet  time.Time          // when the start schedule was set: it gates from its first fire after this
 	every     []schedule.Schedule
 	plannedAt *time.Time // jobnextrun as the database has it: the fire planned before, if any
-	lastFire  *time.Time // the latest fire with a run row, if any
+	lastFire  *time.Time // the latest fire claimed, if any
+	lastRun   bool       // whether lastFire has a run row
 }
 
 // activeFrom returns when a job becomes active: at once without a start schedule, else at the

@@ -66,7 +66,7 @@ func (p *planner) load(stored []sqlschema.StoredJob, now time.Time) {
 			p.order = append(p.order, s.ID)
 			continue
 		}
-		j := &job{id: s.ID, name: s.Name, call: s.Call, owner: s.Owner, startup: s.Startup, startSet: s.StartSet, plannedAt: s.NextRun, lastFire: s.LastFire}
+		j := &job{id: s.ID, name: s.Name, call: s.Call, owner: s.Owner, startup: s.Startup, startSet: s.StartSet, plannedAt: s.NextRun, lastFire: s.LastFire, lastRun: s.LastFireRun}
 		if err := j.parseJobSchedules(s.StartSchedule, s.Schedules, p.opt.Location, p.opt.Start); err != nil {
 			p.log.Error(err.Error(), "status", statusStarting)
 			continue
@@ -102,6 +102,10 @@ func (p *planner) missed(now time.Time) []missedFires {
 			continue
 		}
 		var m missedFires
+		if j.lastFire != nil && !j.lastRun && !j.lastFire.After(limit) {
+			// Claimed ahead by an agent that stopped before its run was recorded.
+			m = missedFires{job: j, first: *j.lastFire, last: *j.lastFire, count: 1}
+		}
 		for t := after; m.count < 100000; {
 			next, ok := j.nextFire(t)
 			if !ok || next.After(limit) {

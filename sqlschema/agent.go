@@ -56,6 +56,7 @@ type StoredJob struct {
 	StartSchedule *string    // canonical text, nil when none
 	Schedules     []string   // canonical texts of the recurrences
 	LastFire      *time.Time // the latest fire claimed (run, skipped or missed), nil when none
+	LastFireRun   bool       // whether LastFire has a run row
 }
 
 // JobLoad returns every job of the database.
@@ -66,7 +67,7 @@ func JobLoad(ctx context.Context, q Execer) ([]StoredJob, error) {
 	}
 	jobs, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (StoredJob, error) {
 		var j StoredJob
-		err := row.Scan(&j.ID, &j.Name, &j.Call, &j.Owner, &j.Startup, &j.StartSet, &j.NextRun, &j.StartSchedule, &j.Schedules, &j.LastFire)
+		err := row.Scan(&j.ID, &j.Name, &j.Call, &j.Owner, &j.Startup, &j.StartSet, &j.NextRun, &j.StartSchedule, &j.Schedules, &j.LastFire, &j.LastFireRun)
 		return j, err
 	})
 	if err != nil {
