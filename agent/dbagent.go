@@ -595,7 +595,8 @@ func (a *dbAgent) recordMissed(ctx context.Context, records *pgxpool.Pool, epoch
 		if err != nil {
 			return err
 		}
-		if len(claimed) == 0 {
+		alreadyOurs := m.job.lastFire != nil && m.job.lastFire.Equal(m.last) // claimed ahead by a stopped agent
+		if len(claimed) == 0 && !alreadyOurs {
 			continue // another agent has them
 		}
 		msg := fmt.Sprintf("%d fires from %s to %s were missed: no agent was active on the database", m.count, m.first.Format(time.RFC3339), m.last.Format(time.RFC3339))
