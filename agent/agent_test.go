@@ -76,20 +76,32 @@ func (d testDB) runs(t *testing.T) []string {
 // waitRuns waits until the run history has n rows that are not running, and returns them.
 func (d testDB) waitRuns(t *testing.T, n int) []string {
 	t.Helper()
-	deadline := time.Now().Add(15 * time.Second)
-	for {
+	if !eventually(t, 15*time.Second, fmt.Sprintf("%d finished runs", n), func() bool {
 		var done int
 		if err := d.conn.QueryRow(context.Background(), "SELECT count(*) FROM pgjobs.pgj_run_ WHERE runstatus <> 'running'").Scan(&done); err != nil {
 			t.Fatal(err)
 		}
-		if done >= n {
-			return d.runs(t)
-		}
+		return done >= n
+	}) {
+		t.Fatalf("waited for %d finished runs; have %v", n, d.runs(t))
+	}
+	return d.runs(t)
+}
+
+// eventually polls cond every 20 ms until it holds, and reports whether it did before timeout.
+// On timeout it logs what it waited for and returns false, leaving it to the caller to fail the
+// test with the state it needs to show, or to go on.
+func eventually(t *testing.T, timeout time.Duration, what string, cond func() bool) bool {
+	t.Helper()
+	deadline := time.Now().Add(timeout)
+	for !cond() {
 		if time.Now().After(deadline) {
-			t.Fatalf("waited for %d finished runs; have %v", n, d.runs(t))
+			t.Logf("gave up after %s waiting for %s", timeout, what)
+			return false
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
+	return true
 }
 
 // lockedBuffer collects log output from many goroutines.
@@ -194,12 +206,8 @@ func TestJobCreatedWhileSleepingFires(t *testing.T) {
 	db := newTestDB(t)
 	clock := fakeclock.New(t0)
 	_, logs := startAgent(t, clock, db)
-	deadline := time.Now().Add(10 * time.Second)
-	for !strings.Contains(logs.String(), "no job to fire") {
-		if time.Now().After(deadline) {
-			t.Fatal("the agent never slept")
-		}
-		time.Sleep(10 * time.Millisecond)
+	if !eventually(t, 10*time.Second, "the agent to sleep", func() bool { return strings.Contains(logs.String(), "no job to fire") }) {
+		t.Fatal("the agent never slept")
 	}
 	db.exec(t, "SELECT pgj_create_schedule('At03', 'D 03'), pgj_create_job('Late', 'note(''Late'')', null, 'At03')")
 	mustSleepUntil(t, clock, t0.Add(3*time.Minute))
@@ -316,17 +324,14 @@ func TestSoftStopWaitsForRunsAndCancelsAfterGrace(t *testing.T) {
 	db := newTestDB(t)
 	db.exec(t, `SELECT pgj_create_startup_job('Short', 'slow(''Short'', 0.5)'), pgj_create_startup_job('Long', 'slow(''Long'', 60)')`)
 	m, _ := startAgent(t, agent.RealClock{}, db)
-	deadline := time.Now().Add(10 * time.Second)
-	for {
+	// On timeout, stop anyway: the runs checked after the stop tell whether it went right.
+	eventually(t, 10*time.Second, "both runs to be running", func() bool {
 		var running int
 		if err := db.conn.QueryRow(context.Background(), "SELECT count(*) FROM pgjobs.pgj_run_ WHERE runstatus = 'running'").Scan(&running); err != nil {
 			t.Fatal(err)
 		}
-		if running == 2 || time.Now().After(deadline) {
-			break
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+		return running == 2
+	})
 	start := time.Now()
 	m.Stop(2 * time.Second)
 	if took := time.Since(start); took > 10*time.Second {
@@ -362,13 +367,16 @@ func TestDatabaseOutage(t *testing.T) {
 	if err := cluster.StartServer(ctx); err != nil {
 		t.Fatal(err)
 	}
-	deadline := time.Now().Add(20 * time.Second)
-	for !strings.Contains(logs.String(), "database reachable again") {
-		if time.Now().After(deadline) {
-			t.Fatalf("the agent did not recover:\n%s", logs.String())
+	if !eventually(t, 20*time.Second, "the agent to recover", func() bool {
+		if strings.Contains(logs.String(), "database reachable again") {
+			return true
 		}
-		clock.Advance(time.Second) // the retry pauses run on the agent's clock
-		time.Sleep(50 * time.Millisecond)
+		// The retry pauses run on the agent's clock. 400 ms per 20 ms poll keeps it at 20 s a
+		// second, so a slow recovery runs into the fire of 10:05 no sooner than at 1 s per 50 ms.
+		clock.Advance(400 * time.Millisecond)
+		return false
+	}) {
+		t.Fatalf("the agent did not recover:\n%s", logs.String())
 	}
 	db.conn = cluster.Connect(t, db.name)
 	got := db.waitRuns(t, 2)
@@ -393,10 +401,8 @@ func TestOldRunsArePruned(t *testing.T) {
 	db.exec(t, "UPDATE pgjobs.pgj_setting_ SET value = '30 days' WHERE name = 'run_retention'")
 	db.exec(t, "SELECT pgj_create_startup_job('Warm', 'note(''Warm'')')")
 	startAgent(t, fakeclock.New(t0), db)
-	deadline := time.Now().Add(15 * time.Second)
-	for !strings.Contains(strings.Join(db.runs(t), ";"), "Warm ok") && time.Now().Before(deadline) {
-		time.Sleep(20 * time.Millisecond)
-	}
+	// On timeout, go on: the check below fails with the runs.
+	eventually(t, 15*time.Second, "the startup run", func() bool { return strings.Contains(strings.Join(db.runs(t), ";"), "Warm ok") })
 	if got := strings.Join(db.runs(t), ";"); got != "Recent ok startup;Warm ok startup" {
 		t.Fatalf("runs after pruning: %s", got)
 	}
@@ -414,19 +420,14 @@ func TestOneDatabaseDownLeavesTheOtherAlone(t *testing.T) {
 	_, logs := startAgent(t, clock, down, up)
 	mustSleepUntil(t, clock, t0.Add(time.Minute))
 	for _, db := range []testDB{down, up} { // both agents have planned: they know what they will miss
-		deadline := time.Now().Add(10 * time.Second)
-		for {
+		if !eventually(t, 10*time.Second, "the job to be planned", func() bool {
 			var planned bool
 			if err := db.conn.QueryRow(context.Background(), "SELECT next_run IS NOT NULL FROM pgj_jobs").Scan(&planned); err != nil {
 				t.Fatal(err)
 			}
-			if planned {
-				break
-			}
-			if time.Now().After(deadline) {
-				t.Fatal("the agent never planned the job")
-			}
-			time.Sleep(20 * time.Millisecond)
+			return planned
+		}) {
+			t.Fatal("the agent never planned the job")
 		}
 	}
 	admin := cluster.Connect(t, "postgres")
@@ -447,13 +448,14 @@ func TestOneDatabaseDownLeavesTheOtherAlone(t *testing.T) {
 	if _, err := admin.Exec(ctx, "ALTER DATABASE "+ident+" WITH ALLOW_CONNECTIONS true"); err != nil {
 		t.Fatal(err)
 	}
-	deadline := time.Now().Add(20 * time.Second)
-	for !strings.Contains(logs.String(), "db=1 status=starting") || !strings.Contains(logs.String(), "database reachable again") {
-		if time.Now().After(deadline) {
-			t.Fatalf("the agent of the database that was down did not recover")
+	if !eventually(t, 20*time.Second, "the agent of the database that was down to recover", func() bool {
+		if strings.Contains(logs.String(), "db=1 status=starting") && strings.Contains(logs.String(), "database reachable again") {
+			return true
 		}
-		clock.Advance(100 * time.Millisecond)
-		time.Sleep(50 * time.Millisecond)
+		clock.Advance(40 * time.Millisecond) // 40 ms every 20 ms poll: the clock goes at 2 s per second
+		return false
+	}) {
+		t.Fatalf("the agent of the database that was down did not recover")
 	}
 	down.conn = cluster.Connect(t, down.name)
 	got := strings.Join(down.waitRuns(t, 1), ";")
@@ -472,20 +474,16 @@ func TestLeaderSessionLostDuringARun(t *testing.T) {
 	db := newTestDB(t)
 	db.exec(t, "SELECT pgj_create_startup_job('Long', 'slow(''Long'', 1.5)')")
 	startAgent(t, fakeclock.New(t0), db)
-	deadline := time.Now().Add(10 * time.Second)
-	for !strings.Contains(strings.Join(db.runs(t), ";"), "Long running") {
-		if time.Now().After(deadline) {
-			t.Fatal("the run never showed as running")
-		}
-		time.Sleep(20 * time.Millisecond)
+	if !eventually(t, 10*time.Second, "the run to show as running", func() bool { return strings.Contains(strings.Join(db.runs(t), ";"), "Long running") }) {
+		t.Fatal("the run never showed as running")
 	}
 	db.exec(t, "SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = current_database() AND query = 'LISTEN pgjobs'")
-	deadline = time.Now().Add(10 * time.Second)
-	for got := strings.Join(db.runs(t), ";"); got != "Long ok startup"; got = strings.Join(db.runs(t), ";") {
-		if time.Now().After(deadline) {
-			t.Fatalf("runs = %s, want Long ok startup", got)
-		}
-		time.Sleep(50 * time.Millisecond)
+	var got string
+	if !eventually(t, 10*time.Second, "the run to end ok", func() bool {
+		got = strings.Join(db.runs(t), ";")
+		return got == "Long ok startup"
+	}) {
+		t.Fatalf("runs = %s, want Long ok startup", got)
 	}
 }
 
@@ -500,22 +498,17 @@ func TestNewJobIsPlannedFromNow(t *testing.T) {
 	mustSleepUntil(t, clock, t0.Add(30*time.Minute))
 	clock.Set(t0.Add(20 * time.Minute)) // 10:20: nothing due yet
 	db.exec(t, "SELECT pgj_create_schedule('At15', 'D 15'), pgj_create_job('Quarter', 'note(''Quarter'')', null, 'At15')")
-	deadline := time.Now().Add(10 * time.Second)
-	for {
-		var next *time.Time
+	var next *time.Time
+	if !eventually(t, 10*time.Second, "Quarter to be planned", func() bool {
 		if err := db.conn.QueryRow(context.Background(), "SELECT next_run FROM pgj_jobs WHERE name = 'Quarter'").Scan(&next); err != nil {
 			t.Fatal(err)
 		}
-		if next != nil {
-			if want := t0.Add(75 * time.Minute); !next.Equal(want) {
-				t.Fatalf("Quarter planned for %s, want %s", next.UTC().Format(time.TimeOnly), want.Format(time.TimeOnly))
-			}
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatal("Quarter was never planned")
-		}
-		time.Sleep(20 * time.Millisecond)
+		return next != nil
+	}) {
+		t.Fatal("Quarter was never planned")
+	}
+	if want := t0.Add(75 * time.Minute); !next.Equal(want) {
+		t.Fatalf("Quarter planned for %s, want %s", next.UTC().Format(time.TimeOnly), want.Format(time.TimeOnly))
 	}
 }
 

@@ -488,22 +488,28 @@ func (a *dbAgent) execute(j *job, scheduled *time.Time) {
 				a.logf(agentlog.LevelError, statusFiring, "job %s: %v", j.name, err)
 			}
 			result = <-results
+			a.logResult(j, result)
 			a.finish(records, run, runID, result)
 			return
 		}
 	}
+	a.logResult(j, result)
 	<-long.C // let the other runs of this minute start before the bookkeeping
 	a.finish(records, run, 0, result)
 }
 
-// finish logs how a run ended and records it: the whole run when it has no row yet (runID 0).
-func (a *dbAgent) finish(records *pgxpool.Pool, run sqlschema.Run, runID int64, result sqlschema.RunResult) {
+// logResult logs how a run ended: done at level 2, failed or cancelled at level 1.
+func (a *dbAgent) logResult(j *job, result sqlschema.RunResult) {
 	switch result.Status {
 	case "ok":
-		a.logf(agentlog.LevelInfo, statusFiring, "job %s done", run.JobName)
+		a.logf(agentlog.LevelInfo, statusFiring, "job %s done", j.name)
 	default:
-		a.logf(agentlog.LevelEssential, statusFiring, "job %s %s: %s", run.JobName, map[string]string{"error": "failed", "cancelled": "cancelled"}[result.Status], result.Message)
+		a.logf(agentlog.LevelEssential, statusFiring, "job %s %s: %s", j.name, map[string]string{"error": "failed", "cancelled": "cancelled"}[result.Status], result.Message)
 	}
+}
+
+// finish records how a run ended: the whole run when it has no row yet (runID 0).
+func (a *dbAgent) finish(records *pgxpool.Pool, run sqlschema.Run, runID int64, result sqlschema.RunResult) {
 	// Record the end even when the agent is stopping: a fresh context, bounded.
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
