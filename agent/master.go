@@ -38,9 +38,6 @@ func NewMaster(opt Options, log *slog.Logger) *Master {
 	return &Master{opt: opt, log: log, runCtx: runCtx, cancelRun: cancelRun, agents: map[int]*runningAgent{}}
 }
 
-// Start returns when the interval schedules of the agents count from: the agent's start.
-func (m *Master) Start() time.Time { return m.opt.Start }
-
 // Apply makes the running database agents those of dbs: it starts the added ones, stops the
 // removed ones (their runs finish) and replaces those whose connection changed. A change of log
 // level alone is applied in place. Apply does not wait for runs: a replaced agent drains while its

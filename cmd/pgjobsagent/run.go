@@ -136,7 +136,7 @@ func serve(c *cli.Context, path string, stderr io.Writer, ready chan<- *agent.Ma
 		also = stderr
 	}
 	logs := &logFiles{dir: c.String("log-dir"), also: also, levels: map[string]*slog.LevelVar{}, handlers: map[string]*agentlog.Handler{}}
-	defer logs.close()
+	defer logs.close(stderr)
 	masterLog, err := logs.logger(agentlog.MasterAgent, int(f.Master()))
 	if err != nil {
 		return err
@@ -191,7 +191,7 @@ func serve(c *cli.Context, path string, stderr io.Writer, ready chan<- *agent.Ma
 		case sig := <-signals:
 			switch sig {
 			case syscall.SIGHUP:
-				logs.reopen()
+				logs.reopen(stderr)
 				reload("SIGHUP")
 				stamp = fileStamp(path)
 			default:
@@ -208,7 +208,7 @@ func serve(c *cli.Context, path string, stderr io.Writer, ready chan<- *agent.Ma
 						break waitStop
 					case sig := <-signals:
 						if sig == syscall.SIGHUP {
-							logs.reopen() // log rotation goes on; it is no second stop signal
+							logs.reopen(stderr) // log rotation goes on; it is no second stop signal
 							continue
 						}
 						masterLog.Log(c.Context, agentlog.LevelEssential, "second signal "+sig.String()+": cancelling the runs", "status", "stopping")
@@ -288,18 +288,24 @@ func (l *logFiles) setLevel(name string, level int) {
 	}
 }
 
-func (l *logFiles) reopen() {
+// reopen closes every log file, so that the next line opens it anew (after external rotation).
+// A failure is reported on errw: the log itself may be what failed.
+func (l *logFiles) reopen(errw io.Writer) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	for _, h := range l.handlers {
-		_ = h.Reopen()
+	for name, h := range l.handlers {
+		if err := h.Reopen(); err != nil {
+			fmt.Fprintf(errw, "pgjobsagent: reopen the log of agent %s: %v\n", name, err)
+		}
 	}
 }
 
-func (l *logFiles) close() {
+func (l *logFiles) close(errw io.Writer) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	for _, h := range l.handlers {
-		_ = h.Close()
+	for name, h := range l.handlers {
+		if err := h.Close(); err != nil {
+			fmt.Fprintf(errw, "pgjobsagent: close the log of agent %s: %v\n", name, err)
+		}
 	}
 }
