@@ -395,9 +395,9 @@ func TestDatabaseOutage(t *testing.T) {
 func TestOldRunsArePruned(t *testing.T) {
 	t.Parallel()
 	db := newTestDB(t)
-	db.exec(t, `INSERT INTO pgjobs.pgj_run_ (runjobname, runowner, runstatus, runstarted, runfinished)
-		VALUES ('Old', 'postgres', 'ok', now() - interval '40 days', now() - interval '40 days'),
-		       ('Recent', 'postgres', 'ok', now() - interval '1 day', now() - interval '1 day')`)
+	db.exec(t, `INSERT INTO pgjobs.pgj_run_ (runjobname, runowner, runownerid, runstatus, runstarted, runfinished)
+		VALUES ('Old', 'postgres', 10, 'ok', now() - interval '40 days', now() - interval '40 days'),
+		       ('Recent', 'postgres', 10, 'ok', now() - interval '1 day', now() - interval '1 day')`)
 	db.exec(t, "UPDATE pgjobs.pgj_setting_ SET value = '30 days' WHERE name = 'run_retention'")
 	db.exec(t, "SELECT pgj_create_startup_job('Warm', 'note(''Warm'')')")
 	startAgent(t, fakeclock.New(t0), db)

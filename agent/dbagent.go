@@ -5,14 +5,11 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"net"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
 
 	"github.com/jackc/pgx/v5"
-	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/pgjobs/pgjobs/agent/agentlog"
 	"github.com/pgjobs/pgjobs/sqlschema"
@@ -36,6 +33,9 @@ const warmLead = 2 * time.Second
 // nothing from the runs' start. The fire itself is claimed (pgj_fire_) before the run starts, so
 // a successor never runs it again.
 const runningRowAfter = 200 * time.Millisecond
+
+// reloadEvery is how often, at most, the agent reloads the jobs when notified of changes.
+const reloadEvery = time.Second
 
 // pruneEvery is how often, at most, the agent deletes the runs older than the retention setting.
 const pruneEvery = time.Hour
@@ -161,16 +161,8 @@ func (a *dbAgent) serve(ctx context.Context, onConnected func()) error {
 	if err := sqlschema.Check(ctx, conn); err != nil {
 		return err
 	}
-	got, err := sqlschema.LeaderTry(ctx, conn)
-	if err != nil {
+	if err := a.lead(ctx, conn); err != nil {
 		return err
-	}
-	if !got {
-		a.logf(agentlog.LevelEssential, statusWaiting, "another agent is active on this database; standing by to take over")
-		if err := sqlschema.LeaderWait(ctx, conn); err != nil {
-			return err
-		}
-		a.logf(agentlog.LevelEssential, statusStarting, "taking over as the active agent")
 	}
 	epoch, err := sqlschema.LeaderEpoch(ctx, conn, a.opt.Name)
 	if err != nil {
@@ -238,6 +230,21 @@ func (a *dbAgent) loop(ctx context.Context, records *pgxpool.Pool, epoch int64, 
 			a.fire(ctx, j, nil)
 		}
 	}
+	// Any role may NOTIFY pgjobs: the reloads the notifications ask for are coalesced, at most
+	// one per reloadEvery (real time), so that a flood of them costs the agent and the database
+	// one job load a second and delays no fire by more than that load.
+	reloaded := time.Now()
+	var reloadDue <-chan time.Time
+	reload := func() error {
+		reloaded = time.Now()
+		stored, err := sqlschema.JobLoad(ctx, records)
+		if err != nil {
+			return err
+		}
+		p.load(stored, a.opt.Clock.Now())
+		a.logf(agentlog.LevelInfo, statusSleeping, "jobs reloaded after a change: %d jobs", len(stored))
+		return nil
+	}
 	var warmed time.Time            // the fire whose sessions are open
 	claimed := map[int]time.Time{}  // fires claimed ahead, by job
 	var writePlans <-chan time.Time // when to record the plans changed by fires
@@ -291,12 +298,21 @@ func (a *dbAgent) loop(ctx context.Context, records *pgxpool.Pool, epoch int64, 
 			return fmt.Errorf("the database session ended: %w", err)
 		case <-changes:
 			stopTimer(timer)
-			stored, err := sqlschema.JobLoad(ctx, records)
-			if err != nil {
+			if wait := reloadEvery - time.Since(reloaded); wait > 0 {
+				if reloadDue == nil {
+					reloadDue = time.After(wait) // changes of the meantime are read together then
+				}
+				continue
+			}
+			if err := reload(); err != nil {
 				return err
 			}
-			p.load(stored, a.opt.Clock.Now())
-			a.logf(agentlog.LevelInfo, statusSleeping, "jobs reloaded after a change: %d jobs", len(stored))
+		case <-reloadDue:
+			stopTimer(timer)
+			reloadDue = nil
+			if err := reload(); err != nil {
+				return err
+			}
 		case <-writePlans:
 			stopTimer(timer)
 			writePlans = nil
@@ -418,180 +434,6 @@ func stopTimer(t Timer) {
 	}
 }
 
-// fire starts a run of a job; scheduled is nil for a startup run. A fire while the job's previous
-// run goes on is recorded as skipped; so is one that waits for a free run slot when the agent
-// stops.
-func (a *dbAgent) fire(stop context.Context, j *job, scheduled *time.Time) {
-	a.runningMu.Lock()
-	busy := a.running[j.id]
-	a.running[j.id] = true
-	a.runningMu.Unlock()
-	a.runs.Add(1)
-	if busy {
-		go func() {
-			defer a.runs.Done()
-			if scheduled != nil {
-				a.recordSkipped(j, *scheduled, "the previous run was still going")
-			}
-		}()
-		return
-	}
-	go func() {
-		defer a.runs.Done()
-		defer func() {
-			a.runningMu.Lock()
-			delete(a.running, j.id)
-			a.runningMu.Unlock()
-		}()
-		select {
-		case a.slots <- struct{}{}:
-		case <-stop.Done():
-			if scheduled != nil {
-				a.recordSkipped(j, *scheduled, "the agent stopped before a run slot was free")
-			}
-			return
-		}
-		defer func() { <-a.slots }()
-		a.execute(j, scheduled)
-	}()
-}
-
-// execute runs a job on a session of its owner and records the run.
-func (a *dbAgent) execute(j *job, scheduled *time.Time) {
-	records, err := a.recordsPool()
-	if err != nil {
-		a.logf(agentlog.LevelError, statusFiring, "job %s not run: %v", j.name, err)
-		return
-	}
-	run := sqlschema.Run{JobID: j.id, JobName: j.name, Owner: j.owner, Scheduled: scheduled,
-		Agent: a.opt.Name, Started: a.opt.Clock.Now()}
-	a.logf(agentlog.LevelInfo, statusFiring, "job %s started: SELECT %s as %s", j.name, j.call, j.owner)
-	long := time.NewTimer(runningRowAfter) // real time: bookkeeping, not a schedule
-	defer long.Stop()
-	var result sqlschema.RunResult
-	conn, err := a.acquire(j.owner)
-	if err != nil {
-		result = a.failure(j, err)
-	} else {
-		pid := conn.Conn().PgConn().PID()
-		run.Session = int(pid)
-		if start, ok := a.sessions.Load(pid); ok {
-			run.SessionStart = start.(time.Time)
-		}
-		results := make(chan sqlschema.RunResult, 1)
-		go func() { results <- a.runOn(conn, j) }()
-		select {
-		case result = <-results:
-		case <-long.C:
-			runID, err := sqlschema.RunStart(a.runCtx, records, run)
-			if err != nil {
-				a.logf(agentlog.LevelError, statusFiring, "job %s: %v", j.name, err)
-			}
-			result = <-results
-			a.logResult(j, result)
-			a.finish(records, run, runID, result)
-			return
-		}
-	}
-	a.logResult(j, result)
-	<-long.C // let the other runs of this minute start before the bookkeeping
-	a.finish(records, run, 0, result)
-}
-
-// logResult logs how a run ended: done at level 2, failed or cancelled at level 1.
-func (a *dbAgent) logResult(j *job, result sqlschema.RunResult) {
-	switch result.Status {
-	case "ok":
-		a.logf(agentlog.LevelInfo, statusFiring, "job %s done", j.name)
-	default:
-		a.logf(agentlog.LevelEssential, statusFiring, "job %s %s: %s", j.name, map[string]string{"error": "failed", "cancelled": "cancelled"}[result.Status], result.Message)
-	}
-}
-
-// finish records how a run ended: the whole run when it has no row yet (runID 0).
-func (a *dbAgent) finish(records *pgxpool.Pool, run sqlschema.Run, runID int64, result sqlschema.RunResult) {
-	// Record the end even when the agent is stopping: a fresh context, bounded.
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	var err error
-	if runID == 0 {
-		err = sqlschema.RunInsert(ctx, records, run, result)
-	} else {
-		var recorded bool
-		if recorded, err = sqlschema.RunFinish(ctx, records, runID, result); err == nil && !recorded {
-			a.logf(agentlog.LevelError, statusFiring, "job %s ended %s, but its run had been marked abandoned meanwhile", run.JobName, result.Status)
-		}
-	}
-	if err != nil {
-		a.logf(agentlog.LevelError, statusFiring, "job %s: %v; recording it when the database is back", run.JobName, err)
-		a.pendingMu.Lock()
-		a.pending = append(a.pending, pendingFinish{run: run, runID: runID, result: result})
-		a.pendingMu.Unlock()
-	}
-}
-
-// runOn runs SELECT <call>, a transaction of its own, on an owner session, then resets the
-// session (DISCARD ALL) so that no run sees another's settings, and gives it back.
-func (a *dbAgent) runOn(conn *pgxpool.Conn, j *job) sqlschema.RunResult {
-	_, err := conn.Exec(a.runCtx, "SELECT "+j.call, pgx.QueryExecModeSimpleProtocol)
-	a.runs.Add(1)
-	go func(started time.Time) {
-		defer a.runs.Done()
-		// Later, so that the resets take nothing from the runs starting in the same minute.
-		time.Sleep(runningRowAfter - time.Since(started))
-		resetCtx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-		defer cancel()
-		if _, err := conn.Exec(resetCtx, "DISCARD ALL", pgx.QueryExecModeSimpleProtocol); err != nil {
-			conn.Conn().Close(resetCtx) // the pool drops it
-		}
-		conn.Release()
-	}(time.Now())
-	if err != nil {
-		return a.failure(j, err)
-	}
-	return sqlschema.RunResult{Finished: a.opt.Clock.Now(), Status: "ok"}
-}
-
-// failure describes a run that failed with err.
-func (a *dbAgent) failure(j *job, err error) sqlschema.RunResult {
-	result := sqlschema.RunResult{Finished: a.opt.Clock.Now(), Status: "error", Message: err.Error()}
-	var pgErr *pgconn.PgError
-	var connectErr *pgconn.ConnectError
-	switch {
-	case a.runCtx.Err() != nil:
-		result.Status, result.Message = "cancelled", "cancelled: the agent stopped before the run finished"
-		if errors.As(err, &pgErr) {
-			result.SQLState = pgErr.Code
-		}
-	case errors.As(err, &connectErr):
-		if errors.As(err, &pgErr) {
-			result.SQLState = pgErr.Code
-		}
-		result.Message = fmt.Sprintf("cannot connect as role %s to run the job: %v; let the agent's OS user authenticate as %s: a pg_hba.conf rule for it, or a ~/.pgpass line for it", j.owner, err, j.owner)
-	case errors.As(err, &pgErr):
-		result.SQLState, result.Message = pgErr.Code, pgErr.Message
-		if pgErr.Detail != "" {
-			result.Message += " (" + pgErr.Detail + ")"
-		}
-	}
-	return result
-}
-
-// recordSkipped records a fire that did not run.
-func (a *dbAgent) recordSkipped(j *job, at time.Time, why string) {
-	a.logf(agentlog.LevelInfo, statusFiring, "job %s: fire of %s skipped: %s", j.name, at.Format(time.RFC3339), why)
-	records, err := a.recordsPool()
-	if err != nil {
-		a.logf(agentlog.LevelError, statusFiring, "%v", err)
-		return
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	if err := sqlschema.RunRecord(ctx, records, j.id, j.name, j.owner, at, "skipped", why, a.opt.Name); err != nil {
-		a.logf(agentlog.LevelError, statusFiring, "%v", err)
-	}
-}
-
 // recordMissed records, once per job and outage, the fires that passed while no agent was
 // active, and claims them so that no agent counts them again. The row has the last missed fire
 // (the claimed one); its message gives the first and the count.
@@ -610,7 +452,7 @@ func (a *dbAgent) recordMissed(ctx context.Context, records *pgxpool.Pool, epoch
 			msg = fmt.Sprintf("the fire of %s was missed: no agent was active on the database", m.first.Format(time.RFC3339))
 		}
 		a.logf(agentlog.LevelEssential, statusStarting, "job %s: %s", m.job.name, msg)
-		if err := sqlschema.RunRecord(ctx, records, m.job.id, m.job.name, m.job.owner, m.last, "missed", msg, a.opt.Name); err != nil {
+		if err := sqlschema.RunRecord(ctx, records, m.job.id, m.job.name, m.job.owner, m.job.ownerID, m.last, "missed", msg, a.opt.Name); err != nil {
 			return err
 		}
 	}
@@ -643,159 +485,4 @@ func (a *dbAgent) pendingCount() int {
 	a.pendingMu.Lock()
 	defer a.pendingMu.Unlock()
 	return len(a.pending)
-}
-
-// connConfig returns the connection settings of the agent's sessions, as user when not "": the
-// DSN is read again for that user, so that its own password (PGPASSWORD, ~/.pgpass) is used.
-// TCP keepalives let the server end a dead agent's session, and its lock, within seconds.
-func (a *dbAgent) connConfig(user string) (*pgx.ConnConfig, error) {
-	dsn := a.db.DSN
-	if user != "" {
-		dsn += " user='" + strings.NewReplacer(`\`, `\\`, `'`, `\'`).Replace(user) + "'"
-	}
-	cfg, err := pgx.ParseConfig(dsn)
-	if err != nil {
-		return nil, fmt.Errorf("database %d: %w", a.db.ID, err)
-	}
-	cfg.RuntimeParams["application_name"] = applicationName(a.db.ID)
-	cfg.RuntimeParams["idle_session_timeout"] = "0"
-	// A run whose agent died ends within a second instead of running on unowned.
-	cfg.RuntimeParams["client_connection_check_interval"] = "1000"
-	cfg.RuntimeParams["tcp_keepalives_idle"] = "5"
-	cfg.RuntimeParams["tcp_keepalives_interval"] = "1"
-	cfg.RuntimeParams["tcp_keepalives_count"] = "3"
-	cfg.DialFunc = (&net.Dialer{KeepAlive: 5 * time.Second, Timeout: 10 * time.Second}).DialContext
-	return cfg, nil
-}
-
-// recordsPool returns the pool of the agent's own sessions.
-func (a *dbAgent) recordsPool() (*pgxpool.Pool, error) {
-	a.poolsMu.Lock()
-	defer a.poolsMu.Unlock()
-	if a.records != nil {
-		return a.records, nil
-	}
-	pool, err := a.newPool("", 8)
-	if err != nil {
-		return nil, err
-	}
-	a.records = pool
-	return pool, nil
-}
-
-// acquire takes a session authenticated as a job owner from its pool.
-func (a *dbAgent) acquire(owner string) (*pgxpool.Conn, error) {
-	pool, err := a.ownerPool(owner)
-	if err != nil {
-		return nil, err
-	}
-	return pool.Acquire(a.runCtx)
-}
-
-// ownerPool returns the pool of sessions authenticated as a job owner.
-func (a *dbAgent) ownerPool(owner string) (*pgxpool.Pool, error) {
-	a.poolsMu.Lock()
-	defer a.poolsMu.Unlock()
-	if pool, ok := a.pools[owner]; ok {
-		return pool, nil
-	}
-	pool, err := a.newPool(owner, a.opt.MaxRuns)
-	if err != nil {
-		return nil, err
-	}
-	a.pools[owner] = pool
-	return pool, nil
-}
-
-func (a *dbAgent) newPool(user string, size int) (*pgxpool.Pool, error) {
-	cfg, err := a.connConfig(user)
-	if err != nil {
-		return nil, err
-	}
-	poolCfg, err := pgxpool.ParseConfig("")
-	if err != nil {
-		return nil, err
-	}
-	poolCfg.ConnConfig = cfg
-	poolCfg.MaxConns = int32(size)
-	if user != "" {
-		poolCfg.ConnConfig.RuntimeParams["application_name"] = applicationName(a.db.ID) + " job"
-		// No ping before a run: it would delay the run by a round trip. A dead session fails the
-		// run, which records why, and the pool drops it; outages reset the pools anyway.
-		poolCfg.ShouldPing = func(context.Context, pgxpool.ShouldPingParams) bool { return false }
-		// Each session's identity, read once when it opens, names the session of its runs.
-		poolCfg.AfterConnect = func(ctx context.Context, c *pgx.Conn) error {
-			pid, start, err := sqlschema.SessionIdentity(ctx, c)
-			if err == nil {
-				a.sessions.Store(uint32(pid), start)
-			}
-			return err
-		}
-		poolCfg.BeforeClose = func(c *pgx.Conn) { a.sessions.Delete(c.PgConn().PID()) }
-	}
-	pool, err := pgxpool.NewWithConfig(context.Background(), poolCfg)
-	if err != nil {
-		return nil, fmt.Errorf("database %d: sessions as %s: %w", a.db.ID, cfg.User, err)
-	}
-	return pool, nil
-}
-
-// warm opens, ahead of a fire, the sessions its runs will need: as many per owner as the owner
-// has jobs due then (up to MaxRuns), so that no run waits for a connection at its minute.
-// Opening a session sends no statement but the one reading its identity.
-func (a *dbAgent) warm(jobs []*job) {
-	need := map[string]int{}
-	for _, j := range jobs {
-		need[j.owner] = min(need[j.owner]+1, a.opt.MaxRuns)
-	}
-	for owner, n := range need {
-		pool, err := a.ownerPool(owner)
-		if err != nil {
-			continue // the run reports it
-		}
-		// Hold all n at once, else the pool hands the same session out again.
-		go func() {
-			ctx, cancel := context.WithTimeout(a.runCtx, warmLead)
-			defer cancel()
-			conns := make(chan *pgxpool.Conn, n)
-			var opening sync.WaitGroup
-			for range n {
-				opening.Add(1)
-				go func() {
-					defer opening.Done()
-					if c, err := pool.Acquire(ctx); err == nil {
-						conns <- c
-					}
-				}()
-			}
-			opening.Wait()
-			close(conns)
-			for c := range conns {
-				c.Release()
-			}
-		}()
-	}
-}
-
-// resetPools closes every idle session of the pools; new ones are opened on demand.
-func (a *dbAgent) resetPools() {
-	a.poolsMu.Lock()
-	defer a.poolsMu.Unlock()
-	if a.records != nil {
-		a.records.Reset()
-	}
-	for _, p := range a.pools {
-		p.Reset()
-	}
-}
-
-func (a *dbAgent) closePools() {
-	a.poolsMu.Lock()
-	defer a.poolsMu.Unlock()
-	if a.records != nil {
-		a.records.Close()
-	}
-	for _, p := range a.pools {
-		p.Close()
-	}
 }

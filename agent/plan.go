@@ -12,7 +12,10 @@ type job struct {
 	id        int
 	name      string
 	call      string             // the function call, run as SELECT <call>
-	owner     string             // the role the job runs as
+	owner     string             // the role the job runs as (its name when it was dropped)
+	ownerID   uint32             // and its OID
+	ownerGone bool               // the role was dropped: the job does not run
+	resolved  bool               // the call was resolved when it was set; a version 1 call that could not be does not run
 	startup   bool               // run once when the agent starts
 	start     *schedule.Schedule // the start schedule, nil when none
 	startSet  time.Time          // when the start schedule was set: it gates from its first fire after this

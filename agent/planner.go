@@ -56,7 +56,11 @@ func (p *planner) load(stored []sqlschema.StoredJob, now time.Time) {
 	jobs := make(map[int]*plannedJob, len(stored))
 	p.order = p.order[:0]
 	for _, s := range stored {
-		sig := fmt.Sprintf("%s|%s|%v|%d|%v|%q", s.Call, s.Owner, s.Startup, s.StartSet.UnixNano(), s.StartSchedule, s.Schedules)
+		owner, gone := s.OwnerWas, s.Owner == nil
+		if !gone {
+			owner = *s.Owner
+		}
+		sig := fmt.Sprintf("%s|%s|%d|%v|%v|%v|%d|%v|%q", s.Call, owner, s.OwnerID, gone, s.Resolved, s.Startup, s.StartSet.UnixNano(), s.StartSchedule, s.Schedules)
 		if s.StartSchedule != nil {
 			sig = fmt.Sprintf("%s|%s", sig, *s.StartSchedule)
 		}
@@ -66,7 +70,7 @@ func (p *planner) load(stored []sqlschema.StoredJob, now time.Time) {
 			p.order = append(p.order, s.ID)
 			continue
 		}
-		j := &job{id: s.ID, name: s.Name, call: s.Call, owner: s.Owner, startup: s.Startup, startSet: s.StartSet, plannedAt: s.NextRun, lastFire: s.LastFire, lastRun: s.LastFireRun}
+		j := &job{id: s.ID, name: s.Name, call: s.Call, owner: owner, ownerID: s.OwnerID, ownerGone: gone, resolved: s.Resolved, startup: s.Startup, startSet: s.StartSet, plannedAt: s.NextRun, lastFire: s.LastFire, lastRun: s.LastFireRun}
 		if err := j.parseJobSchedules(s.StartSchedule, s.Schedules, p.opt.Location, p.opt.Start); err != nil {
 			p.log.Error(err.Error(), "status", statusStarting)
 			continue

@@ -2,6 +2,7 @@ package sqlschema
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"time"
 
@@ -28,13 +29,49 @@ func LeaderTry(ctx context.Context, conn *pgx.Conn) (bool, error) {
 	return got, nil
 }
 
-// LeaderWait blocks until this session holds the agent leader lock of the database, or ctx ends.
-func LeaderWait(ctx context.Context, conn *pgx.Conn) error {
+// LeaderWait waits for the agent leader lock of the database, as long as the session's
+// lock_timeout, and reports whether this session took it.
+func LeaderWait(ctx context.Context, conn *pgx.Conn) (bool, error) {
 	if _, err := conn.Exec(ctx, query("leader_lock")); err != nil {
-		return fmt.Errorf("wait for the leader lock: %w", err)
+		var pgErr *pgconn.PgError
+		if errors.As(err, &pgErr) && pgErr.Code == "55P03" { // lock_not_available: lock_timeout passed
+			return false, nil
+		}
+		return false, fmt.Errorf("wait for the leader lock: %w", err)
 	}
-	return nil
+	return true, nil
 }
+
+// Intruder is a session of a role that may not run the agent, found holding or waiting for the
+// leader lock.
+type Intruder struct {
+	PID   int
+	Role  string
+	Ended bool // pg_terminate_backend ended it
+}
+
+// LeaderEndIntruders ends the sessions that hold or wait for the leader lock and whose role may
+// not run the agent (it may not update pgjobs.pgj_leader_), and returns them.
+func LeaderEndIntruders(ctx context.Context, q Execer) ([]Intruder, error) {
+	rows, err := q.Query(ctx, query("leader_intruders"))
+	if err != nil {
+		return nil, fmt.Errorf("end the sessions of other roles holding the leader lock: %w", err)
+	}
+	found, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (Intruder, error) {
+		var i Intruder
+		err := row.Scan(&i.PID, &i.Role, &i.Ended)
+		return i, err
+	})
+	if err != nil {
+		return nil, fmt.Errorf("end the sessions of other roles holding the leader lock: %w", err)
+	}
+	return found, nil
+}
+
+// RunGuardSQL is the statement sent on a run's session right before the call, in the same round
+// trip: with the owner's role OID ($1) and name ($2), it fails unless the session is of that role,
+// which still exists, may log in and has not expired.
+func RunGuardSQL() string { return query("run_guard") }
 
 // LeaderSession returns the backend pid of a session and whether the server is in recovery.
 func LeaderSession(ctx context.Context, q Querier) (pid int, inRecovery bool, err error) {
@@ -48,8 +85,11 @@ func LeaderSession(ctx context.Context, q Querier) (pid int, inRecovery bool, er
 type StoredJob struct {
 	ID            int
 	Name          string
-	Call          string
-	Owner         string
+	Call          string  // schema-qualified as resolved when it was set
+	OwnerID       uint32  // the owner's role OID
+	Owner         *string // the owner's role name now; nil when the role was dropped
+	OwnerWas      string  // the owner's name when the job was made, for the record when the role is gone
+	Resolved      bool    // false for a call of schema version 1 that could not be resolved again: it does not run
 	Startup       bool
 	StartSet      time.Time
 	NextRun       *time.Time // the fire planned before, as the agent recorded it
@@ -67,7 +107,7 @@ func JobLoad(ctx context.Context, q Execer) ([]StoredJob, error) {
 	}
 	jobs, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (StoredJob, error) {
 		var j StoredJob
-		err := row.Scan(&j.ID, &j.Name, &j.Call, &j.Owner, &j.Startup, &j.StartSet, &j.NextRun, &j.StartSchedule, &j.Schedules, &j.LastFire, &j.LastFireRun)
+		err := row.Scan(&j.ID, &j.Name, &j.Call, &j.OwnerID, &j.Owner, &j.OwnerWas, &j.Resolved, &j.Startup, &j.StartSet, &j.NextRun, &j.StartSchedule, &j.Schedules, &j.LastFire, &j.LastFireRun)
 		return j, err
 	})
 	if err != nil {
@@ -87,7 +127,7 @@ func JobPlan(ctx context.Context, q Execer, ids []int, next []*time.Time) error 
 // RunStart records that a run goes on and returns its id.
 func RunStart(ctx context.Context, q Execer, r Run) (int64, error) {
 	var id int64
-	if err := q.QueryRow(ctx, query("run_start"), r.JobID, r.JobName, r.Owner, r.Scheduled, r.Agent, r.Session, r.SessionStart, r.Started).Scan(&id); err != nil {
+	if err := q.QueryRow(ctx, query("run_start"), r.JobID, r.JobName, r.Owner, r.Scheduled, r.Agent, r.Session, r.SessionStart, r.Started, r.OwnerID).Scan(&id); err != nil {
 		return 0, fmt.Errorf("record the start of job %s: %w", r.JobName, err)
 	}
 	return id, nil
@@ -96,7 +136,7 @@ func RunStart(ctx context.Context, q Execer, r Run) (int64, error) {
 // RunInsert records a whole run, started and ended, in one statement.
 func RunInsert(ctx context.Context, q Execer, r Run, result RunResult) error {
 	if _, err := q.Exec(ctx, query("run_insert"), r.JobID, r.JobName, r.Owner, r.Scheduled, r.Agent, r.Session, r.SessionStart, r.Started,
-		result.Finished, result.Status, nullIfEmpty(result.SQLState), nullIfEmpty(result.Message)); err != nil {
+		result.Finished, result.Status, nullIfEmpty(result.SQLState), nullIfEmpty(result.Message), r.OwnerID); err != nil {
 		return fmt.Errorf("record the run of job %s: %w", r.JobName, err)
 	}
 	return nil
@@ -106,7 +146,8 @@ func RunInsert(ctx context.Context, q Execer, r Run, result RunResult) error {
 type Run struct {
 	JobID        int
 	JobName      string
-	Owner        string
+	Owner        string     // the owner's role name
+	OwnerID      uint32     // and OID
 	Scheduled    *time.Time // the fire time; nil for a startup run
 	Agent        string     // the agent process, such as "host pid 1234"
 	Session      int        // the backend pid of the session the run runs on
@@ -167,8 +208,8 @@ func RunFinish(ctx context.Context, q Execer, runID int64, r RunResult) (bool, e
 }
 
 // RunRecord records a fire that did not run: status skipped or missed.
-func RunRecord(ctx context.Context, q Execer, jobID int, jobName, owner string, scheduled time.Time, status, message, agent string) error {
-	if _, err := q.Exec(ctx, query("run_record"), jobID, jobName, owner, scheduled, status, message, agent); err != nil {
+func RunRecord(ctx context.Context, q Execer, jobID int, jobName, owner string, ownerID uint32, scheduled time.Time, status, message, agent string) error {
+	if _, err := q.Exec(ctx, query("run_record"), jobID, jobName, owner, scheduled, status, message, agent, ownerID); err != nil {
 		return fmt.Errorf("record a %s run of job %s: %w", status, jobName, err)
 	}
 	return nil

@@ -76,10 +76,10 @@ func TestSpecExamples(t *testing.T) {
 		t.Fatal(err)
 	}
 	want := []string{
-		"EndOfDay | end_of_day() | - | June1st2003 | Daily2000 | D 20:00",
-		"OffLine | off_line() | - | - | Daily0630,Daily1930 | D 6:30,D 19:30",
-		"OffLineToo | off_line() | - | June1st2003 | Daily0630 | D 6:30",
-		"StartupPrepare | prepare_cache() | startup | - |  | ",
+		"EndOfDay | public.end_of_day() | - | June1st2003 | Daily2000 | D 20:00",
+		"OffLine | public.off_line() | - | - | Daily0630,Daily1930 | D 6:30,D 19:30",
+		"OffLineToo | public.off_line() | - | June1st2003 | Daily0630 | D 6:30",
+		"StartupPrepare | public.prepare_cache() | startup | - |  | ",
 	}
 	if strings.Join(jobs, "\n") != strings.Join(want, "\n") {
 		t.Fatalf("pgj_jobs:\n%s\nwant:\n%s", strings.Join(jobs, "\n"), strings.Join(want, "\n"))
@@ -323,7 +323,7 @@ func TestNotifiesOncePerTransaction(t *testing.T) {
 	}
 	mustExec(t, conn, `INSERT INTO pgjobs.pgj_fire_ (firejobid, firenext, firelast, firelastrun, firelaststatus)
 		SELECT jobid, now(), now(), now(), 'ok' FROM pgjobs.pgj_job_;
-		INSERT INTO pgjobs.pgj_run_ (runjobname, runowner, runstatus) VALUES ('J', 'postgres', 'ok')`)
+		INSERT INTO pgjobs.pgj_run_ (runjobname, runowner, runownerid, runstatus) VALUES ('J', 'postgres', 10, 'ok')`)
 	if n := notifications(); n != 0 {
 		t.Fatalf("the agent's bookkeeping sent %d notifications, want 0", n)
 	}

@@ -1,3 +1,10 @@
--- Deletes the runs that ended longer ago than the run_retention setting.
+-- Deletes the runs that ended longer ago than the run_retention setting, the agent's state of
+-- dropped jobs, and caller stamps left by roles that inserted them without calling a pgj_*
+-- function (see 002_0_owner.sql). Returns the runs deleted.
+WITH fires AS (
+    DELETE FROM pgjobs.pgj_fire_ f WHERE NOT EXISTS (SELECT FROM pgjobs.pgj_job_ j WHERE j.jobid = f.firejobid)
+), stamps AS (
+    DELETE FROM pgjobs.pgj_caller_ WHERE stamped < now() - interval '1 hour'
+)
 DELETE FROM pgjobs.pgj_run_
 WHERE runfinished < now() - coalesce((SELECT value::interval FROM pgjobs.pgj_setting_ WHERE name = 'run_retention'), '30 days')

@@ -1,5 +1,5 @@
--- Records that a run goes on: job $1, name $2, owner $3, fire time $4 (NULL for a startup run),
--- agent $5, the run's session $6 and its backend_start $7, started $8.
-INSERT INTO pgjobs.pgj_run_ (runjobid, runjobname, runowner, runscheduled, runagent, runsession, runsessionstart, runstarted, runstatus)
-VALUES ($1, $2, $3, $4, $5, $6, $7, $8, 'running')
+-- Records that a run goes on: job $1, name $2, owner $3 (role OID $9), fire time $4 (NULL for a
+-- startup run), agent $5, the run's session $6 and its backend_start $7, started $8.
+INSERT INTO pgjobs.pgj_run_ (runjobid, runjobname, runowner, runscheduled, runagent, runsession, runsessionstart, runstarted, runstatus, runownerid)
+VALUES ($1, $2, $3, $4, $5, $6, $7, $8, 'running', $9)
 RETURNING runid
