@@ -194,6 +194,25 @@ func (f *File) checkTarget(d Database, skip int) error {
 	return nil
 }
 
+// sizeWith returns the length of Bytes after line index i is replaced with text, or after text is
+// appended as a new line when i is -1.
+func (f *File) sizeWith(i int, text string) int {
+	size := 0
+	for _, l := range f.lines {
+		size += len(l.text) + 1
+	}
+	if f.noEOL && len(f.lines) > 0 {
+		size--
+	}
+	if i >= 0 {
+		return size - len(f.lines[i].text) + len(text)
+	}
+	if f.noEOL && len(f.lines) > 0 {
+		size++ // the last line gets its '\n'
+	}
+	return size + len(text) + 1
+}
+
 // set replaces the setting of line index i with setting, keeping the line's blanks and comment, or appends
 // setting as a new line when i is -1. The setting is parsed again so that the file always stays valid.
 func (f *File) set(i int, setting string) error {
@@ -207,9 +226,15 @@ func (f *File) set(i int, setting string) error {
 		old := f.lines[i]
 		text = old.text[:old.start] + setting + old.text[old.end:]
 	}
+	if len(text) > MaxLineLength {
+		return fmt.Errorf("the line would have %d bytes, more than the limit of %d", len(text), MaxLineLength)
+	}
+	if size := f.sizeWith(i, text); size > MaxFileSize {
+		return fmt.Errorf("the file would have %d bytes, more than the limit of %d", size, MaxFileSize)
+	}
 	l, err := parseLine(text)
 	if err != nil {
-		return fmt.Errorf("line %q: %w", text, err)
+		return fmt.Errorf("line %s: %w", quote(text), err)
 	}
 	if i >= 0 {
 		f.lines[i] = l

@@ -10,8 +10,16 @@ import (
 	"github.com/pgjobs/pgjobs/config"
 )
 
+// maxSeed is the largest file of testdata used as a seed of FuzzParse: the fuzzer spends its time
+// minimizing what it finds in long inputs, and TestParseBad covers the long cases.
+const maxSeed = 1 << 10
+
+// maxParseError bounds the length of a Parse error: the path, a line number, a sentence and one value
+// quoted to 200 bytes (up to 4 characters each as a \x escape).
+const maxParseError = 1024
+
 // FuzzParse checks that Parse never panics, that what it accepts comes back byte for byte from Bytes, that
-// its errors are one line, and that whatever a mutator writes parses again.
+// its errors are one short line, and that whatever a mutator writes parses again.
 func FuzzParse(f *testing.F) {
 	for _, pattern := range []string{"testdata/*.conf", "testdata/bad/*.conf"} {
 		files, err := filepath.Glob(pattern)
@@ -23,16 +31,23 @@ func FuzzParse(f *testing.F) {
 			if err != nil {
 				f.Fatal(err)
 			}
+			if len(data) > maxSeed {
+				continue
+			}
 			f.Add(data)
 		}
 	}
 	f.Add([]byte("1=a|1|b|0|c|d|e"))
 	f.Add([]byte("\r\n#\n"))
+	f.Add([]byte("1=" + strings.Repeat("\xc3\xa9", 150) + " "))
 	f.Fuzz(func(t *testing.T, data []byte) {
 		file, err := config.Parse("pgjobs.conf", data)
 		if err != nil {
 			if !strings.HasPrefix(err.Error(), "pgjobs.conf:") || strings.Contains(err.Error(), "\n") {
 				t.Fatalf("error %q is not one line starting with the path", err)
+			}
+			if len(err.Error()) > maxParseError {
+				t.Fatalf("error of %d bytes, want at most %d: %q", len(err.Error()), maxParseError, err)
 			}
 			return
 		}
@@ -65,6 +80,9 @@ func FuzzParse(f *testing.F) {
 			if err := edit(g); err != nil {
 				if !bytes.Equal(g.Bytes(), data) {
 					t.Fatalf("edit %d failed (%v) but changed the file", i, err)
+				}
+				if len(err.Error()) > 2*maxParseError {
+					t.Fatalf("edit %d: error of %d bytes, want at most %d: %q", i, len(err.Error()), 2*maxParseError, err)
 				}
 				continue
 			}

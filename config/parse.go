@@ -1,6 +1,7 @@
 package config
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
 	"os"
@@ -29,9 +30,15 @@ type line struct {
 	db         Database // for kindDatabase
 }
 
-// Load reads and parses the file at path (see Parse). The error for a missing file wraps fs.ErrNotExist.
+// Load reads and parses the file at path (see Parse). It reads at most MaxFileSize+1 bytes, so a file that
+// is too long is refused without being read whole. The error for a missing file wraps fs.ErrNotExist.
 func Load(path string) (*File, error) {
-	data, err := os.ReadFile(path)
+	rf, err := os.Open(path)
+	if err != nil {
+		return nil, fmt.Errorf("read configuration: %w", err)
+	}
+	defer rf.Close()
+	data, err := readLimited(rf)
 	if err != nil {
 		return nil, fmt.Errorf("read configuration: %w", err)
 	}
@@ -52,8 +59,16 @@ func Load(path string) (*File, error) {
 // database name (default is the same as localhost and 5432). system and master may each appear once; a
 // file without them has System "" and Master 0.
 //
-// Parse reports the first error only, as a one-line *ParseError "PATH:LINE: problem".
+// A file may have at most MaxFileSize bytes and a line at most MaxLineLength bytes; a longer file is
+// refused at the line where it passes the limit, before any line is looked at.
+//
+// Parse reports the first error only, as a one-line *ParseError "PATH:LINE: problem". An error quotes at
+// most 200 bytes of a value, followed by "..." and the value's length when it is longer.
 func Parse(path string, data []byte) (*File, error) {
+	if len(data) > MaxFileSize {
+		n := 1 + bytes.Count(data[:MaxFileSize], []byte("\n"))
+		return nil, &ParseError{Path: path, Line: n, Err: fmt.Errorf("the file is longer than the limit of %d bytes (1 MiB)", MaxFileSize)}
+	}
 	f := &File{path: path}
 	lines := strings.Split(string(data), "\n")
 	if lines[len(lines)-1] == "" {
@@ -71,6 +86,9 @@ func Parse(path string, data []byte) (*File, error) {
 	targets := make(map[targetKey]row)
 	for i, text := range lines {
 		n := i + 1
+		if len(text) > MaxLineLength {
+			return nil, &ParseError{Path: path, Line: n, Err: errLineLength(len(text))}
+		}
 		l, err := parseLine(text)
 		if err != nil {
 			return nil, &ParseError{Path: path, Line: n, Err: err}
@@ -104,7 +122,12 @@ func Parse(path string, data []byte) (*File, error) {
 
 // errTarget is the error for a second row with the target of d, which is on line n.
 func errTarget(d Database, n int) error {
-	return fmt.Errorf("%s is %w as id %d (line %d)", d.Target(), ErrExists, d.ID, n)
+	return fmt.Errorf("%s is %w as id %d (line %d)", clip(d.Target()), ErrExists, d.ID, n)
+}
+
+// errLineLength is the error for a line of n bytes, more than MaxLineLength.
+func errLineLength(n int) error {
+	return fmt.Errorf("the line has %d bytes, more than the limit of %d", n, MaxLineLength)
 }
 
 // parseLine parses one line, without its '\n'.
@@ -123,7 +146,7 @@ func parseLine(text string) (line, error) {
 	s := text[l.start:l.end]
 	eq := strings.IndexByte(s, '=')
 	if eq < 0 {
-		return l, fmt.Errorf("missing \"=\" in %q (expected NAME=VALUE)", s)
+		return l, fmt.Errorf("missing \"=\" in %s (expected NAME=VALUE)", quote(s))
 	}
 	if eq > 0 && isBlank(s[eq-1]) {
 		return l, errors.New(`blank before "="`)
@@ -151,7 +174,7 @@ func parseLine(text string) (line, error) {
 		}
 		l.kind, l.db = kindDatabase, db
 	default:
-		return l, fmt.Errorf("unknown setting %q (expected system, master or a numeric database id)", name)
+		return l, fmt.Errorf("unknown setting %s (expected system, master or a numeric database id)", quote(name))
 	}
 	return l, nil
 }
@@ -225,13 +248,13 @@ func checkValue(field, s string) error {
 	for _, r := range s {
 		switch {
 		case r == '\n':
-			return fmt.Errorf("%s %q contains a newline", field, s)
+			return fmt.Errorf("%s %s contains a newline", field, quote(s))
 		case unicode.IsSpace(r):
-			return fmt.Errorf("%s %q contains a blank", field, s)
+			return fmt.Errorf("%s %s contains a blank", field, quote(s))
 		case unicode.IsControl(r):
-			return fmt.Errorf("%s %q contains a control character", field, s)
+			return fmt.Errorf("%s %s contains a control character", field, quote(s))
 		case r == '|' || r == '=' || r == '#':
-			return fmt.Errorf("%s %q contains %q", field, s, string(r))
+			return fmt.Errorf("%s %s contains %q", field, quote(s), string(r))
 		}
 	}
 	return nil
@@ -245,7 +268,7 @@ func checkVersion(s string) error {
 	}
 	for part := range strings.SplitSeq(s, ".") {
 		if part == "" || strings.Trim(part, digits) != "" {
-			return fmt.Errorf("%s %q is not numbers separated by dots (e.g. 0.00)", field, s)
+			return fmt.Errorf("%s %s is not numbers separated by dots (e.g. 0.00)", field, quote(s))
 		}
 	}
 	return nil
@@ -260,7 +283,7 @@ func checkHost(s string) error {
 	if strings.Contains(s, ",") {
 		for h := range strings.SplitSeq(s, ",") {
 			if h == "" {
-				return fmt.Errorf("host %q has an empty entry in its list", s)
+				return fmt.Errorf("host %s has an empty entry in its list", quote(s))
 			}
 		}
 	}
@@ -273,7 +296,7 @@ func checkPort(s string) error {
 		return err
 	}
 	if strings.Trim(s, digits) != "" {
-		return fmt.Errorf("port %q is neither a number nor %s", s, Default)
+		return fmt.Errorf("port %s is neither a number nor %s", quote(s), Default)
 	}
 	_, err := parseNumber("port", s, 1, 65535)
 	return err
@@ -295,13 +318,13 @@ func parseNumber(field, s string, low, high int) (int, error) {
 	case s == "":
 		return 0, fmt.Errorf("%s is empty", field)
 	case strings.Trim(s, digits) != "":
-		return 0, fmt.Errorf("%s %q is not a number", field, s)
+		return 0, fmt.Errorf("%s %s is not a number", field, quote(s))
 	case len(s) > 1 && s[0] == '0':
-		return 0, fmt.Errorf("%s %q has a leading zero", field, s)
+		return 0, fmt.Errorf("%s %s has a leading zero", field, quote(s))
 	}
 	n, err := strconv.Atoi(s)
 	if err != nil || n < low || n > high {
-		return 0, fmt.Errorf("%s %q is out of range %d..%d", field, s, low, high)
+		return 0, fmt.Errorf("%s %s is out of range %d..%d", field, quote(s), low, high)
 	}
 	return n, nil
 }

@@ -6,7 +6,6 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
-	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -88,7 +87,8 @@ func lock(name string) (func(), error) {
 	}, nil
 }
 
-// read returns the file's information and contents; a missing file has nil information and no contents.
+// read returns the file's information and contents, at most MaxFileSize+1 bytes of them (Parse refuses
+// more); a missing file has nil information and no contents.
 func read(name string) (fs.FileInfo, []byte, error) {
 	rf, err := os.Open(name)
 	if errors.Is(err, fs.ErrNotExist) {
@@ -105,7 +105,7 @@ func read(name string) (fs.FileInfo, []byte, error) {
 	if !info.Mode().IsRegular() {
 		return nil, nil, fmt.Errorf("read: %s is not a regular file", name)
 	}
-	data, err := io.ReadAll(rf)
+	data, err := readLimited(rf)
 	if err != nil {
 		return nil, nil, fmt.Errorf("read: %w", err)
 	}
