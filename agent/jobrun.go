@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -199,10 +200,15 @@ func (a *dbAgent) failure(j *job, err error) sqlschema.RunResult {
 			result.SQLState = pgErr.Code
 		}
 	case errors.As(err, &connectErr):
-		if errors.As(err, &pgErr) {
+		isPg := errors.As(err, &pgErr)
+		if isPg {
 			result.SQLState = pgErr.Code
 		}
-		result.Message = fmt.Sprintf("cannot connect as role %s to run the job: %v; let the agent's OS user authenticate as %s: a pg_hba.conf rule for it, or a ~/.pgpass line for it", j.owner, err, j.owner)
+		if isPg && strings.Contains(pgErr.Message, "not permitted to log in") {
+			result.Message = fmt.Sprintf("the job's owner %s may no longer log in (%s): the job does not run; ALTER ROLE %s LOGIN lets it run again", j.owner, pgErr.Message, pgx.Identifier{j.owner}.Sanitize())
+		} else {
+			result.Message = fmt.Sprintf("cannot connect as role %s to run the job: %v; let the agent's OS user authenticate as %s: a pg_hba.conf rule for it, or a ~/.pgpass line for it", j.owner, err, j.owner)
+		}
 	case errors.As(err, &pgErr):
 		result.SQLState, result.Message = pgErr.Code, pgErr.Message
 		if pgErr.Detail != "" {

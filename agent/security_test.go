@@ -1,0 +1,288 @@
+package agent_test
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/pgjobs/pgjobs/internal/fakeclock"
+)
+
+// The attacks of the security model (docs/security.md), each made by an ordinary LOGIN role.
+
+// fireAt makes the agent fire the minute at and waits for n finished runs in all.
+func fireAt(t *testing.T, db testDB, clock *fakeclock.Clock, at time.Time, n int) []string {
+	t.Helper()
+	mustSleepUntil(t, clock, at)
+	clock.Set(at)
+	return db.waitRuns(t, n)
+}
+
+func calls(t *testing.T, db testDB) string {
+	t.Helper()
+	var got string
+	if err := db.conn.QueryRow(context.Background(), "SELECT coalesce(string_agg(job, ',' ORDER BY at), '') FROM calls").Scan(&got); err != nil {
+		t.Fatal(err)
+	}
+	return got
+}
+
+// TestDefinerFunctionCannotMakeAJobOfItsCaller: alice's SECURITY DEFINER function, called once by a
+// superuser, creates a job: the job is alice's and runs as alice, not as the superuser.
+func TestDefinerFunctionCannotMakeAJobOfItsCaller(t *testing.T) {
+	t.Parallel()
+	db := newTestDB(t)
+	alice := cluster.NewRole(t, "alice", db.name)
+	db.exec(t, `CREATE FUNCTION whoami() RETURNS void LANGUAGE sql AS $$ INSERT INTO calls (job) VALUES (session_user || '/' || current_user) $$`)
+	db.exec(t, "CREATE SCHEMA reports AUTHORIZATION "+pgx.Identifier{alice}.Sanitize())
+	aliceConn := cluster.ConnectAs(t, db.name, alice)
+	if _, err := aliceConn.Exec(context.Background(), `CREATE FUNCTION reports.report() RETURNS void LANGUAGE plpgsql SECURITY DEFINER AS $$
+		BEGIN
+			PERFORM pgjobs.pgj_create_startup_job('Trap', 'whoami()');
+		END $$`); err != nil {
+		t.Fatal(err)
+	}
+	db.exec(t, "SELECT reports.report()") // the superuser runs alice's report once
+	var owner string
+	if err := db.conn.QueryRow(context.Background(), "SELECT owner FROM pgj_jobs WHERE name = 'Trap'").Scan(&owner); err != nil || owner != alice {
+		t.Fatalf("owner of the job made by alice's function called by a superuser = %q, %v; want %s", owner, err, alice)
+	}
+	startAgent(t, fakeclock.New(t0), db)
+	db.waitRuns(t, 1)
+	if got := calls(t, db); got != alice+"/"+alice {
+		t.Fatalf("the job ran as %q, want %s/%s", got, alice, alice)
+	}
+}
+
+// TestOneRolesOpenTransactionBlocksNoFire: alice renames her job, and drops another, in
+// transactions she leaves open; bob's job and hers still fire at the minute and are recorded.
+func TestOneRolesOpenTransactionBlocksNoFire(t *testing.T) {
+	t.Parallel()
+	db := newTestDB(t)
+	alice := cluster.NewRole(t, "alice", db.name)
+	bob := cluster.NewRole(t, "bob", db.name)
+	ctx := context.Background()
+	aliceConn := cluster.ConnectAs(t, db.name, alice)
+	if _, err := aliceConn.Exec(ctx, `SELECT pgj_create_schedule('AliceAt01', 'D 01'), pgj_create_job('AliceJob', 'note(''alice'')', null, 'AliceAt01'),
+		pgj_create_job('AliceOther', 'note(''other'')', null, 'AliceAt01')`); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := cluster.ConnectAs(t, db.name, bob).Exec(ctx, `SELECT pgj_create_schedule('BobAt01', 'D 01'), pgj_create_job('BobJob', 'note(''bob'')', null, 'BobAt01')`); err != nil {
+		t.Fatal(err)
+	}
+	clock := fakeclock.New(t0)
+	startAgent(t, clock, db)
+	mustSleepUntil(t, clock, t0.Add(time.Minute))
+	renaming, err := aliceConn.Begin(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer renaming.Rollback(ctx)
+	if _, err := renaming.Exec(ctx, "SELECT pgj_update_job('AliceJob', 'AliceRenamed', null, null)"); err != nil {
+		t.Fatal(err)
+	}
+	dropping, err := cluster.ConnectAs(t, db.name, alice).Begin(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer dropping.Rollback(ctx)
+	if _, err := dropping.Exec(ctx, "SELECT pgj_drop_job('AliceOther')"); err != nil {
+		t.Fatal(err)
+	}
+	got := fireAt(t, db, clock, t0.Add(time.Minute), 3)
+	if want := "AliceJob ok 10:01;AliceOther ok 10:01;BobJob ok 10:01"; strings.Join(slices.Sorted(slices.Values(got)), ";") != want {
+		t.Fatalf("runs while alice's transactions are open = %v, want %s", got, want)
+	}
+}
+
+// TestJobThatDropsItselfIsRecorded: a job that drops itself while it runs gets its run recorded,
+// and the agent goes on firing.
+func TestJobThatDropsItselfIsRecorded(t *testing.T) {
+	t.Parallel()
+	db := newTestDB(t)
+	alice := cluster.NewRole(t, "alice", db.name)
+	db.exec(t, `CREATE FUNCTION drop_me() RETURNS void LANGUAGE plpgsql AS $$
+		BEGIN PERFORM pgjobs.pgj_drop_job('Self'); PERFORM pg_sleep(0.4); INSERT INTO calls (job) VALUES ('Self'); END $$`)
+	if _, err := cluster.ConnectAs(t, db.name, alice).Exec(context.Background(), `SELECT pgj_create_schedule('At01', 'D 01'),
+		pgj_create_schedule('At02', 'D 02'), pgj_create_job('Self', 'drop_me()', null, 'At01'), pgj_create_job('Later', 'note(''Later'')', null, 'At02')`); err != nil {
+		t.Fatal(err)
+	}
+	clock := fakeclock.New(t0)
+	startAgent(t, clock, db)
+	fireAt(t, db, clock, t0.Add(time.Minute), 1)
+	got := fireAt(t, db, clock, t0.Add(2*time.Minute), 2)
+	if want := "Self ok 10:01;Later ok 10:02"; strings.Join(got, ";") != want {
+		t.Fatalf("runs = %v, want %s", got, want)
+	}
+}
+
+// TestIntruderOnTheLeaderLockIsEnded: alice takes the agent's leader lock before the agent starts;
+// the agent ends her session, says so, leads and fires.
+func TestIntruderOnTheLeaderLockIsEnded(t *testing.T) {
+	t.Parallel()
+	db := newTestDB(t)
+	alice := cluster.NewRole(t, "alice", db.name)
+	db.exec(t, "SELECT pgj_create_startup_job('Hello', 'note(''Hello'')')")
+	ctx := context.Background()
+	aliceConn := cluster.ConnectAs(t, db.name, alice)
+	if _, err := aliceConn.Exec(ctx, "SELECT pg_advisory_lock(hashtext('pgjobs agent leader')::bigint)"); err != nil {
+		t.Fatal(err)
+	}
+	// A second session of hers queues for the lock, to take it when the first is ended.
+	waiting := cluster.ConnectAs(t, db.name, alice)
+	queued := make(chan error, 1)
+	go func() {
+		_, err := waiting.Exec(ctx, "SELECT pg_advisory_lock(hashtext('pgjobs agent leader')::bigint)")
+		queued <- err
+	}()
+	if !eventually(t, 10*time.Second, "alice's second session to wait for the lock", func() bool {
+		var waiters int
+		err := db.conn.QueryRow(ctx, "SELECT count(*) FROM pg_locks WHERE locktype = 'advisory' AND NOT granted AND pid = $1", waiting.PgConn().PID()).Scan(&waiters)
+		return err == nil && waiters == 1
+	}) {
+		t.Fatal("alice's second session does not wait for the leader lock")
+	}
+	_, logs := startAgent(t, fakeclock.New(t0), db)
+	if got := db.waitRuns(t, 1); strings.Join(got, ";") != "Hello ok startup" {
+		t.Fatalf("runs = %v", got)
+	}
+	if err := aliceConn.Ping(ctx); err == nil {
+		t.Fatal("alice's session holding the leader lock still lives")
+	}
+	<-queued // ended while waiting, or right after it got the lock
+	if err := waiting.Ping(ctx); err == nil {
+		t.Fatal("alice's session waiting for the leader lock still lives")
+	}
+	if !strings.Contains(logs.String(), "of role "+alice+": it held or waited for the agent leader lock") {
+		t.Fatalf("no warning naming %s in the log:\n%s", alice, logs)
+	}
+}
+
+// TestNotificationFloodIsCoalesced: alice sends tens of thousands of notifications on the agent's
+// channel; the agent reloads its jobs about once a second, not once each, and still fires.
+func TestNotificationFloodIsCoalesced(t *testing.T) {
+	t.Parallel()
+	db := newTestDB(t)
+	alice := cluster.NewRole(t, "alice", db.name)
+	db.exec(t, "SELECT pgj_create_schedule('At01', 'D 01'), pgj_create_job('Tick', 'note(''Tick'')', null, 'At01')")
+	clock := fakeclock.New(t0)
+	_, logs := startAgent(t, clock, db)
+	mustSleepUntil(t, clock, t0.Add(time.Minute))
+	aliceConn := cluster.ConnectAs(t, db.name, alice)
+	started := time.Now()
+	const rounds, each = 5, 20000
+	for range rounds {
+		if _, err := aliceConn.Exec(context.Background(), fmt.Sprintf("SELECT pg_notify('pgjobs', n::text) FROM generate_series(1, %d) n", each)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	got := fireAt(t, db, clock, t0.Add(time.Minute), 1)
+	if strings.Join(got, ";") != "Tick ok 10:01" {
+		t.Fatalf("runs = %v", got)
+	}
+	reloads := strings.Count(logs.String(), "jobs reloaded after a change")
+	if most := int(time.Since(started)/time.Second) + 2; reloads > most {
+		t.Fatalf("%d notifications in %s made %d reloads, want at most %d", rounds*each, time.Since(started).Round(time.Millisecond), reloads, most)
+	}
+	t.Logf("%d notifications in %s: %d reloads", rounds*each, time.Since(started).Round(time.Millisecond), reloads)
+}
+
+// TestSmuggledStatementNeverRuns: calls holding a second statement, stored as schema version 1
+// stored them (its validator let them through), never run their second statement: the agent sends
+// each call over the extended protocol, where it is a syntax error. A COPY FROM STDIN fails at
+// once instead of hanging.
+func TestSmuggledStatementNeverRuns(t *testing.T) {
+	t.Parallel()
+	db := newTestDB(t)
+	alice := cluster.NewRole(t, "alice", db.name)
+	if _, err := cluster.ConnectAs(t, db.name, alice).Exec(context.Background(), `SELECT pgj_create_schedule('At01', 'D 01'),
+		pgj_create_job('E', 'note(''E'')', null, 'At01'), pgj_create_job('Copy', 'note(''Copy'')', null, 'At01')`); err != nil {
+		t.Fatal(err)
+	}
+	db.exec(t, `UPDATE pgjobs.pgj_job_ SET jobfunction = 'public.note(E''\'''');SELECT public.note(''evil'');--'')' WHERE jobname = 'E'`)
+	db.exec(t, `UPDATE pgjobs.pgj_job_ SET jobfunction = 'public.note(''c''); COPY calls FROM STDIN' WHERE jobname = 'Copy'`)
+	clock := fakeclock.New(t0)
+	startAgent(t, clock, db)
+	got := fireAt(t, db, clock, t0.Add(time.Minute), 2)
+	if want := "Copy error 10:01 42601;E error 10:01 42601"; strings.Join(slices.Sorted(slices.Values(got)), ";") != want {
+		t.Fatalf("runs = %v, want %s", got, want)
+	}
+	if c := calls(t, db); c != "" {
+		t.Fatalf("calls made: %q, want none", c)
+	}
+}
+
+// TestJobsOutliveNoRole: a job runs nothing once its owner is dropped (even when a new role takes
+// the name), has lost LOGIN or has expired, also on a session the agent has open already.
+func TestJobsOutliveNoRole(t *testing.T) {
+	t.Parallel()
+	db := newTestDB(t)
+	ctx := context.Background()
+	carol := cluster.NewRole(t, "carol", db.name)
+	dave := cluster.NewRole(t, "dave", db.name)
+	erin := cluster.NewRole(t, "erin", db.name)
+	for _, role := range []string{carol, dave, erin} {
+		if _, err := cluster.ConnectAs(t, db.name, role).Exec(ctx, fmt.Sprintf(`SELECT pgj_create_schedule('%[1]s', 'D 01'),
+			pgj_create_schedule('%[1]s2', 'D 02'), pgj_create_job('%[1]s', 'note(''%[1]s'')', null, '%[1]s'),
+			pgj_add_job_schedule('%[1]s', '%[1]s2')`, role)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	clock := fakeclock.New(t0)
+	startAgent(t, clock, db)
+	fireAt(t, db, clock, t0.Add(time.Minute), 3) // each runs once and leaves a session open
+	db.exec(t, fmt.Sprintf(`DROP ROLE %[1]s; CREATE ROLE %[1]s LOGIN; ALTER ROLE %[2]s NOLOGIN; ALTER ROLE %[3]s VALID UNTIL '2001-01-01'`,
+		pgx.Identifier{carol}.Sanitize(), pgx.Identifier{dave}.Sanitize(), pgx.Identifier{erin}.Sanitize()))
+	t.Cleanup(func() { db.exec(t, fmt.Sprintf("ALTER ROLE %s LOGIN", pgx.Identifier{dave}.Sanitize())) })
+	fireAt(t, db, clock, t0.Add(2*time.Minute), 6)
+	rows, _ := db.conn.Query(ctx, `SELECT runjobname || ' ' || runstatus || ' ' || runmessage FROM pgjobs.pgj_run_
+		WHERE runscheduled = $1 ORDER BY runjobname`, t0.Add(2*time.Minute))
+	got, err := pgx.CollectRows(rows, pgx.RowTo[string])
+	if err != nil {
+		t.Fatal(err)
+	}
+	// dave's run is refused by the guard on an open session, or at connect when the run needs a
+	// new one; both say why.
+	want := [][]string{
+		{carol + " error the job's owner " + carol + " (role OID "},
+		{dave + " error the job's owner " + dave + " may no longer log in: the job does not run", dave + " error the job's owner " + dave + " may no longer log in ("},
+		{erin + " error the job's owner " + erin + " expired at "},
+	}
+	for i := range want {
+		if i >= len(got) || !slices.ContainsFunc(want[i], func(p string) bool { return strings.HasPrefix(got[i], p) }) {
+			t.Fatalf("runs at 10:02 = %q, want prefixes %q", got, want)
+		}
+	}
+	if c := calls(t, db); strings.Count(c, ",") != 2 {
+		t.Fatalf("calls = %q, want the three of 10:01 only", c)
+	}
+}
+
+// TestUnqualifiedCallCannotBeHijacked: a superuser's job note('x') runs public.note even after
+// alice creates a note(text) in a schema that comes first in the search path the job runs with.
+func TestUnqualifiedCallCannotBeHijacked(t *testing.T) {
+	t.Parallel()
+	db := newTestDB(t)
+	alice := cluster.NewRole(t, "alice", db.name)
+	db.exec(t, "SELECT pgj_create_schedule('At01', 'D 01'), pgj_create_job('Mine', 'note(''x'')', null, 'At01')")
+	var stored string
+	if err := db.conn.QueryRow(context.Background(), "SELECT function FROM pgj_jobs WHERE name = 'Mine'").Scan(&stored); err != nil || stored != "public.note('x'::text)" {
+		t.Fatalf("stored call = %q, %v; want public.note('x'::text)", stored, err)
+	}
+	db.exec(t, fmt.Sprintf(`CREATE SCHEMA early AUTHORIZATION %s; ALTER DATABASE %s SET search_path = early, public, pgjobs`,
+		pgx.Identifier{alice}.Sanitize(), pgx.Identifier{db.name}.Sanitize()))
+	if _, err := cluster.ConnectAs(t, db.name, alice).Exec(context.Background(),
+		`CREATE FUNCTION early.note(job text) RETURNS void LANGUAGE sql AS $$ INSERT INTO public.calls (job) VALUES ('hijacked') $$`); err != nil {
+		t.Fatal(err)
+	}
+	clock := fakeclock.New(t0)
+	startAgent(t, clock, db)
+	fireAt(t, db, clock, t0.Add(time.Minute), 1)
+	if c := calls(t, db); c != "x" {
+		t.Fatalf("calls = %q, want x (public.note)", c)
+	}
+}
