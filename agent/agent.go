@@ -36,6 +36,9 @@ type Options struct {
 	RetryMin, RetryMax time.Duration
 	// Logger returns the logger of a database agent (by id and log level); nil discards logs.
 	Logger func(id, level int) *slog.Logger
+	// OnReload, when not nil, is called after each reload of a database agent's jobs on a change
+	// notification, with the database's id: a hook for tests.
+	OnReload func(id int)
 }
 
 func (o Options) withDefaults() Options {

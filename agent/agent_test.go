@@ -129,9 +129,15 @@ var agentNumber atomic.Int64
 // test ends.
 func startAgent(t *testing.T, clock agent.Clock, dbs ...testDB) (*agent.Master, *lockedBuffer) {
 	t.Helper()
+	return startAgentWith(t, clock, nil, dbs...)
+}
+
+// startAgentWith is startAgent with options changed by configure, when not nil.
+func startAgentWith(t *testing.T, clock agent.Clock, configure func(*agent.Options), dbs ...testDB) (*agent.Master, *lockedBuffer) {
+	t.Helper()
 	logs := &lockedBuffer{}
 	logger := slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
-	m := agent.NewMaster(agent.Options{
+	opt := agent.Options{
 		Clock:    clock,
 		Location: time.UTC,
 		Start:    t0,
@@ -139,7 +145,11 @@ func startAgent(t *testing.T, clock agent.Clock, dbs ...testDB) (*agent.Master, 
 		RetryMin: 50 * time.Millisecond,
 		RetryMax: 200 * time.Millisecond,
 		Logger:   func(id, level int) *slog.Logger { return logger.With("db", id) },
-	}, logger)
+	}
+	if configure != nil {
+		configure(&opt)
+	}
+	m := agent.NewMaster(opt, logger)
 	var rows []agent.Database
 	for i, d := range dbs {
 		rows = append(rows, agent.Database{ID: i + 1, DSN: cluster.DSN(d.name), LogLevel: 5})

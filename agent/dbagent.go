@@ -243,6 +243,9 @@ func (a *dbAgent) loop(ctx context.Context, records *pgxpool.Pool, epoch int64, 
 		}
 		p.load(stored, a.opt.Clock.Now())
 		a.logf(agentlog.LevelInfo, statusSleeping, "jobs reloaded after a change: %d jobs", len(stored))
+		if a.opt.OnReload != nil {
+			a.opt.OnReload(a.db.ID)
+		}
 		return nil
 	}
 	var warmed time.Time            // the fire whose sessions are open
