@@ -249,7 +249,7 @@ func (a *dbAgent) loop(ctx context.Context, records *pgxpool.Pool, epoch int64, 
 		return nil
 	}
 	var warmed time.Time            // the fire whose sessions are open
-	claimed := map[int]time.Time{}  // fires claimed ahead, by job
+	claimed := map[int]claim{}      // fires claimed ahead, by job
 	var writePlans <-chan time.Time // when to record the plans changed by fires
 	var recheck <-chan time.Time    // when to look again for runs whose session ended
 	for {
@@ -362,7 +362,7 @@ func (a *dbAgent) abandon(ctx context.Context, records *pgxpool.Pool) error {
 // claimAhead claims, while the sessions open, the fires of jobs at `at`, so that at the minute
 // the runs start with no round trip before them. A claimed fire that never gets a run row (the
 // agent died first) is recorded as missed by the next agent.
-func (a *dbAgent) claimAhead(ctx context.Context, records *pgxpool.Pool, epoch int64, jobs []*job, at time.Time, claimed map[int]time.Time) error {
+func (a *dbAgent) claimAhead(ctx context.Context, records *pgxpool.Pool, epoch int64, jobs []*job, at time.Time, claimed map[int]claim) error {
 	ids := make([]int, len(jobs))
 	ats := make([]time.Time, len(jobs))
 	for i, j := range jobs {
@@ -372,21 +372,27 @@ func (a *dbAgent) claimAhead(ctx context.Context, records *pgxpool.Pool, epoch i
 	if err != nil {
 		return err
 	}
-	for _, id := range got {
-		claimed[id] = at
+	for _, c := range got {
+		claimed[c.JobID] = claim{at: at, owner: c.Owner}
 	}
 	return nil
 }
 
+// claim is a fire claimed ahead, with the name its job's owner had then.
+type claim struct {
+	at    time.Time
+	owner *string
+}
+
 // fireClaimed fires the due fires this leader epoch has claimed: ahead, or now. A fire that
 // another agent claimed, or any fire once another agent has taken the lead, does not run.
-func (a *dbAgent) fireClaimed(ctx context.Context, records *pgxpool.Pool, epoch int64, fires []dueFire, claimed map[int]time.Time) error {
+func (a *dbAgent) fireClaimed(ctx context.Context, records *pgxpool.Pool, epoch int64, fires []dueFire, claimed map[int]claim) error {
 	var ids []int
 	var ats []time.Time
-	ok := make(map[int]bool, len(fires))
+	ok := make(map[int]*string, len(fires)) // owner names now, by job
 	for _, f := range fires {
-		if at, ahead := claimed[f.job.id]; ahead && at.Equal(f.at) {
-			ok[f.job.id] = true
+		if c, ahead := claimed[f.job.id]; ahead && c.at.Equal(f.at) {
+			ok[f.job.id] = c.owner
 		} else {
 			ids, ats = append(ids, f.job.id), append(ats, f.at)
 		}
@@ -397,17 +403,18 @@ func (a *dbAgent) fireClaimed(ctx context.Context, records *pgxpool.Pool, epoch 
 		if err != nil {
 			return err
 		}
-		for _, id := range got {
-			ok[id] = true
+		for _, c := range got {
+			ok[c.JobID] = c.Owner
 		}
 	}
 	for _, f := range fires {
-		if !ok[f.job.id] {
+		owner, mine := ok[f.job.id]
+		if !mine {
 			a.logf(agentlog.LevelInfo, statusFiring, "job %s: the fire of %s was claimed by another agent", f.job.name, f.at.Format(time.RFC3339))
 			continue
 		}
 		at := f.at
-		a.fire(ctx, f.job, &at)
+		a.fire(ctx, f.job.ownedBy(owner), &at)
 	}
 	return nil
 }

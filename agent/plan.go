@@ -25,6 +25,17 @@ type job struct {
 	lastRun   bool       // whether lastFire has a run row
 }
 
+// ownedBy returns a copy of the job for one run, with the name its owner's role has now: nil when
+// the role was dropped.
+func (j *job) ownedBy(owner *string) *job {
+	run := *j
+	run.ownerGone = owner == nil
+	if owner != nil {
+		run.owner = *owner
+	}
+	return &run
+}
+
 // activeFrom returns when a job becomes active: at once without a start schedule, else at the
 // start schedule's first fire after the start schedule was set; false when that never comes.
 func (j *job) activeFrom() (time.Time, bool) {

@@ -225,7 +225,8 @@ func TestSmuggledStatementNeverRuns(t *testing.T) {
 }
 
 // TestJobsOutliveNoRole: a job runs nothing once its owner is dropped (even when a new role takes
-// the name), has lost LOGIN or has expired, also on a session the agent has open already.
+// the name), has lost LOGIN or has expired, also on a session the agent has open already; a
+// renamed owner's job runs on under the new name.
 func TestJobsOutliveNoRole(t *testing.T) {
 	t.Parallel()
 	db := newTestDB(t)
@@ -233,7 +234,8 @@ func TestJobsOutliveNoRole(t *testing.T) {
 	carol := cluster.NewRole(t, "carol", db.name)
 	dave := cluster.NewRole(t, "dave", db.name)
 	erin := cluster.NewRole(t, "erin", db.name)
-	for _, role := range []string{carol, dave, erin} {
+	frank := cluster.NewRole(t, "frank", db.name)
+	for _, role := range []string{carol, dave, erin, frank} {
 		if _, err := cluster.ConnectAs(t, db.name, role).Exec(ctx, fmt.Sprintf(`SELECT pgj_create_schedule('%[1]s', 'D 01'),
 			pgj_create_schedule('%[1]s2', 'D 02'), pgj_create_job('%[1]s', 'note(''%[1]s'')', null, '%[1]s'),
 			pgj_add_job_schedule('%[1]s', '%[1]s2')`, role)); err != nil {
@@ -242,12 +244,17 @@ func TestJobsOutliveNoRole(t *testing.T) {
 	}
 	clock := fakeclock.New(t0)
 	startAgent(t, clock, db)
-	fireAt(t, db, clock, t0.Add(time.Minute), 3) // each runs once and leaves a session open
-	db.exec(t, fmt.Sprintf(`DROP ROLE %[1]s; CREATE ROLE %[1]s LOGIN; ALTER ROLE %[2]s NOLOGIN; ALTER ROLE %[3]s VALID UNTIL '2001-01-01'`,
-		pgx.Identifier{carol}.Sanitize(), pgx.Identifier{dave}.Sanitize(), pgx.Identifier{erin}.Sanitize()))
-	t.Cleanup(func() { db.exec(t, fmt.Sprintf("ALTER ROLE %s LOGIN", pgx.Identifier{dave}.Sanitize())) })
-	fireAt(t, db, clock, t0.Add(2*time.Minute), 6)
-	rows, _ := db.conn.Query(ctx, `SELECT runjobname || ' ' || runstatus || ' ' || runmessage FROM pgjobs.pgj_run_
+	fireAt(t, db, clock, t0.Add(time.Minute), 4) // each runs once and leaves a session open
+	db.exec(t, fmt.Sprintf(`DROP ROLE %[1]s; CREATE ROLE %[1]s LOGIN; ALTER ROLE %[2]s NOLOGIN; ALTER ROLE %[3]s VALID UNTIL '2001-01-01';
+		ALTER ROLE %[4]s RENAME TO %[5]s`,
+		pgx.Identifier{carol}.Sanitize(), pgx.Identifier{dave}.Sanitize(), pgx.Identifier{erin}.Sanitize(),
+		pgx.Identifier{frank}.Sanitize(), pgx.Identifier{frank + "_renamed"}.Sanitize()))
+	t.Cleanup(func() {
+		db.exec(t, fmt.Sprintf("ALTER ROLE %s LOGIN; ALTER ROLE %s RENAME TO %s", pgx.Identifier{dave}.Sanitize(),
+			pgx.Identifier{frank + "_renamed"}.Sanitize(), pgx.Identifier{frank}.Sanitize()))
+	})
+	fireAt(t, db, clock, t0.Add(2*time.Minute), 8)
+	rows, _ := db.conn.Query(ctx, `SELECT runjobname || ' ' || runstatus || ' ' || coalesce(runmessage, '') FROM pgjobs.pgj_run_
 		WHERE runscheduled = $1 ORDER BY runjobname`, t0.Add(2*time.Minute))
 	got, err := pgx.CollectRows(rows, pgx.RowTo[string])
 	if err != nil {
@@ -259,14 +266,15 @@ func TestJobsOutliveNoRole(t *testing.T) {
 		{carol + " error the job's owner " + carol + " (role OID "},
 		{dave + " error the job's owner " + dave + " may no longer log in: the job does not run", dave + " error the job's owner " + dave + " may no longer log in ("},
 		{erin + " error the job's owner " + erin + " expired at "},
+		{frank + " ok "},
 	}
 	for i := range want {
 		if i >= len(got) || !slices.ContainsFunc(want[i], func(p string) bool { return strings.HasPrefix(got[i], p) }) {
 			t.Fatalf("runs at 10:02 = %q, want prefixes %q", got, want)
 		}
 	}
-	if c := calls(t, db); strings.Count(c, ",") != 2 {
-		t.Fatalf("calls = %q, want the three of 10:01 only", c)
+	if c := calls(t, db); strings.Count(c, ",") != 4 || !strings.HasSuffix(c, ","+frank) {
+		t.Fatalf("calls = %q, want the four of 10:01 and %s's of 10:02", c, frank)
 	}
 }
 

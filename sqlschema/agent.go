@@ -174,15 +174,26 @@ func LeaderEpoch(ctx context.Context, conn *pgx.Conn, agent string) (int64, erro
 	return epoch, nil
 }
 
+// ClaimedFire is a fire an agent may run: its job, and the name of the job's owner now (nil when
+// the role was dropped).
+type ClaimedFire struct {
+	JobID int
+	Owner *string
+}
+
 // FireClaim claims fires (job ids and fire times) for the agent of leader epoch epoch, and
-// returns the ids of the jobs it may run: none when another agent has taken the lead since, and
-// none whose fire another agent has claimed.
-func FireClaim(ctx context.Context, q Execer, ids []int, at []time.Time, epoch int64) ([]int, error) {
+// returns those it may run: none when another agent has taken the lead since, and none whose fire
+// another agent has claimed.
+func FireClaim(ctx context.Context, q Execer, ids []int, at []time.Time, epoch int64) ([]ClaimedFire, error) {
 	rows, err := q.Query(ctx, query("fire_claim"), ids, at, epoch)
 	if err != nil {
 		return nil, fmt.Errorf("claim fires: %w", err)
 	}
-	claimed, err := pgx.CollectRows(rows, pgx.RowTo[int])
+	claimed, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (ClaimedFire, error) {
+		var c ClaimedFire
+		err := row.Scan(&c.JobID, &c.Owner)
+		return c, err
+	})
 	if err != nil {
 		return nil, fmt.Errorf("claim fires: %w", err)
 	}
