@@ -159,6 +159,17 @@ func TestValidationRunsNothing(t *testing.T) {
 	}
 }
 
+// TestNamesAreCapped: a job or schedule name is at most 200 characters.
+func TestNamesAreCapped(t *testing.T) {
+	t.Parallel()
+	db, _ := apiDatabase(t)
+	conn := cluster.ConnectAs(t, db, cluster.NewRole(t, "alice", db))
+	long := strings.Repeat("é", 201)
+	wantError(t, conn, "SELECT pgj_create_schedule('"+long+"', 'D 1:00')", "54000", "pgj_create_schedule: argument 1 (schedule name) is 201 characters long; at most 200 are allowed")
+	wantError(t, conn, "SELECT pgj_create_job('"+long+"', 'off_line()', null, null)", "54000", "pgj_create_job: argument 1 (job name) is 201 characters long")
+	mustExec(t, conn, "SELECT pgj_create_job('"+long[:400]+"', 'off_line()', null, null)")
+}
+
 // TestUpgradeFromVersion1: the jobs and schedules of version 1 keep their owners (now by OID) and
 // get their calls resolved as their owners; a call that does not resolve (one that smuggled a
 // statement past version 1) stays unresolved, and the agent will not run it.

@@ -604,3 +604,22 @@ BEGIN
     END LOOP;
 END
 $$;
+
+-- pgj_require_ also caps names: a job or schedule name is at most 200 characters.
+CREATE OR REPLACE FUNCTION pgjobs.pgj_require_(p_function text, p_argno int, p_what text, p_value text) RETURNS void
+LANGUAGE plpgsql IMMUTABLE
+SET search_path = pg_catalog, pg_temp
+AS $$
+BEGIN
+    IF p_value IS NULL THEN
+        RAISE EXCEPTION '%: argument % (%) must not be NULL', p_function, p_argno, p_what
+            USING ERRCODE = 'null_value_not_allowed';
+    ELSIF btrim(p_value) = '' THEN
+        RAISE EXCEPTION '%: argument % (%) must not be empty', p_function, p_argno, p_what
+            USING ERRCODE = 'invalid_parameter_value';
+    ELSIF p_what LIKE '%name' AND length(p_value) > 200 THEN
+        RAISE EXCEPTION '%: argument % (%) is % characters long; at most 200 are allowed', p_function, p_argno, p_what, length(p_value)
+            USING ERRCODE = 'program_limit_exceeded';
+    END IF;
+END
+$$;
