@@ -95,7 +95,7 @@ func TestAdminCommands(t *testing.T) {
 			result{strings.Replace(strings.Replace(row, "|0|", "|2|", 1), "|none|none", "|mail|none", 1) + "\n", "", 0}},
 		{"viewdb unknown", "viewdb", []string{"-d", "nope"}, result{"", "pgjobs: database localhost:5432/nope is not in " + env.conf + ": enable it with pgjobs enabledb -d nope\n", 1}},
 		{"viewdb without -d", "viewdb", nil, result{"", "pgjobs: viewdb needs -d DATABASE\n", 2}},
-		{"updatesystem", "updatesystem", []string{"-v", "1.01"}, result{target + ": schema version 1 -> 1\nsystem=1.01\n", "", 0}},
+		{"updatesystem", "updatesystem", []string{"-v", "1.01"}, result{fmt.Sprintf("%s: schema version %d -> %[2]d\nsystem=1.01\n", target, sqlschema.Latest()), "", 0}},
 		{"updatesystem without -v", "updatesystem", nil, result{"", "pgjobs: updatesystem needs -v VERSION\n", 2}},
 	}
 	for _, tt := range checks {
@@ -120,9 +120,9 @@ func TestAdminCommands(t *testing.T) {
 		t.Fatal(err)
 	}
 	jobs := env.on(t, "jobs", db)
-	wantJobs := "NAME     FUNCTION    STARTS          RECURS ON           NEXT RUN  LAST RUN  LAST STATUS\n" +
-		"OffLine  off_line()  -               Daily0630 (D 6:30)  -         -         -\n" +
-		"Warm     off_line()  at agent start  -                   -         -         -\n"
+	wantJobs := "NAME     FUNCTION           STARTS          RECURS ON           NEXT RUN  LAST RUN  LAST STATUS\n" +
+		"OffLine  public.off_line()  -               Daily0630 (D 6:30)  -         -         -\n" +
+		"Warm     public.off_line()  at agent start  -                   -         -         -\n"
 	if jobs.code != 0 || jobs.stdout != wantJobs {
 		t.Fatalf("jobs:\n%s%s\nwant:\n%s", jobs.stdout, jobs.stderr, wantJobs)
 	}
