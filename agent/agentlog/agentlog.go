@@ -79,6 +79,14 @@ type Options struct {
 	Compress bool
 	// Also, if not nil, receives a copy of every line (the agent's --foreground terminal).
 	Also io.Writer
+	// Errors receives a line, in a single Write, when a record cannot be written (the folder cannot be
+	// created, the file cannot be opened or written, old files cannot be removed, Also fails): at once for
+	// the first failure, then at most once per ReportInterval, each line saying how many failures it
+	// stands for; then one line when records are written again, and at Close one for the failures no line
+	// showed yet. nil means os.Stderr: a log that cannot be written is never silent.
+	Errors io.Writer
+	// Now is the clock of ReportInterval and the time of records without one; nil means time.Now.
+	Now func() time.Time
 }
 
 // Handler is a slog.Handler that writes the pgjobs log format to Dir/Agent/YYYY.MM.DD.log, one file per local
@@ -115,8 +123,8 @@ type Handler struct {
 
 var _ slog.Handler = (*Handler)(nil)
 
-// New returns a Handler for opts. It creates the folder Dir/Agent (mode 0755) but opens no file before the
-// first record.
+// New returns a Handler for opts. It does no I/O: the folder Dir/Agent (mode 0755) and the day's file are
+// created with the first record, or by Open.
 func New(opts Options) (*Handler, error) {
 	if opts.Dir == "" {
 		return nil, errors.New("agentlog: no log directory")
@@ -132,10 +140,6 @@ func New(opts Options) (*Handler, error) {
 			return nil, fmt.Errorf("agentlog: %s %d is negative", o.name, o.value)
 		}
 	}
-	dir := filepath.Join(opts.Dir, opts.Agent)
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return nil, fmt.Errorf("agentlog: create log folder: %w", err)
-	}
 	loc := opts.Location
 	if loc == nil {
 		loc = time.Local
@@ -144,14 +148,24 @@ func New(opts Options) (*Handler, error) {
 	if level == nil {
 		level = MinLevel(0)
 	}
+	errw := opts.Errors
+	if errw == nil {
+		errw = os.Stderr
+	}
+	now := opts.Now
+	if now == nil {
+		now = time.Now
+	}
 	out := &output{
-		dir:        dir,
+		dir:        filepath.Join(opts.Dir, opts.Agent),
 		loc:        loc,
 		maxSizeMB:  opts.MaxSizeMB,
 		maxAge:     opts.MaxAge,
 		maxBackups: opts.MaxBackups,
 		compress:   opts.Compress,
 		also:       opts.Also,
+		now:        now,
+		report:     reporter{w: errw, now: now, agent: opts.Agent},
 	}
 	return &Handler{out: out, level: level}, nil
 }
@@ -178,11 +192,12 @@ func (h *Handler) Enabled(_ context.Context, level slog.Level) bool {
 }
 
 // Handle writes r as one line to the file of r's local date, switching files (and removing files older than
-// MaxAge days) when the date changes. It returns the errors of writing and of removing old files.
+// MaxAge days) when the date changes. It returns the errors of writing and of removing old files, which
+// it also reports on Options.Errors (see there).
 func (h *Handler) Handle(_ context.Context, r slog.Record) error {
 	t := r.Time
 	if t.IsZero() {
-		t = time.Now()
+		t = h.out.now()
 	}
 	t = t.In(h.out.loc)
 
@@ -239,6 +254,13 @@ func (h *Handler) WithGroup(name string) slog.Handler {
 // Close closes the current file. Later records fail with ErrClosed; closing again does nothing.
 func (h *Handler) Close() error {
 	return h.out.close()
+}
+
+// Open opens (creating it and its folder) the file of the current day at once rather than with the first
+// record, so that a log that cannot be written shows at start, also when no record is due. A failure is
+// reported on Options.Errors like a failed write, and returned.
+func (h *Handler) Open() error {
+	return h.out.write(h.out.now().In(h.out.loc), nil)
 }
 
 // Reopen closes the current file so that the next record opens its day's file again, creating it if it was

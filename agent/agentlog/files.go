@@ -29,15 +29,18 @@ type output struct {
 	maxBackups int
 	compress   bool
 	also       io.Writer
+	now        func() time.Time
 
 	mu     sync.Mutex
+	report reporter           // failures of write, on Options.Errors
 	day    string             // the date (dayLayout) of file
 	file   *lumberjack.Logger // nil before the first record and after Close
 	pruned string             // the latest date old files were removed for, "" if never
 	closed bool
 }
 
-// write writes line, the record of time t (in o.loc), to the file of t's date and to o.also.
+// write writes line, the record of time t (in o.loc), to the file of t's date and to o.also; an empty line
+// only opens the file. A failure is reported on o.report and returned.
 func (o *output) write(t time.Time, line []byte) error {
 	day := t.Format(dayLayout)
 	o.mu.Lock()
@@ -45,11 +48,22 @@ func (o *output) write(t time.Time, line []byte) error {
 	if o.closed {
 		return ErrClosed
 	}
+	err := o.writeLocked(t, day, line)
+	if err != nil {
+		o.report.failed(err)
+		return fmt.Errorf("agentlog: %w", err)
+	}
+	o.report.succeeded()
+	return nil
+}
+
+// writeLocked does the work of write, under o.mu.
+func (o *output) writeLocked(t time.Time, day string, line []byte) error {
 	var errs []error
 	if o.file == nil || day != o.day {
 		if o.file != nil {
 			if err := o.file.Close(); err != nil {
-				errs = append(errs, fmt.Errorf("agentlog: close %s: %w", o.file.Filename, err))
+				errs = append(errs, fmt.Errorf("close %s: %w", o.file.Filename, err))
 			}
 		}
 		// Each lumberjack.Logger starts a goroutine on its first write that it never stops: one per day.
@@ -68,11 +82,11 @@ func (o *output) write(t time.Time, line []byte) error {
 		}
 	}
 	if _, err := o.file.Write(line); err != nil {
-		errs = append(errs, fmt.Errorf("agentlog: write %s: %w", o.file.Filename, err))
+		errs = append(errs, fmt.Errorf("write %s: %w", o.file.Filename, err))
 	}
-	if o.also != nil {
+	if o.also != nil && len(line) > 0 {
 		if _, err := o.also.Write(line); err != nil {
-			errs = append(errs, fmt.Errorf("agentlog: write copy of %s: %w", o.file.Filename, err))
+			errs = append(errs, fmt.Errorf("write copy of %s: %w", o.file.Filename, err))
 		}
 	}
 	return errors.Join(errs...)
@@ -87,8 +101,11 @@ func (o *output) prune(now time.Time) error {
 	y, m, d := now.Date()
 	cutoff := time.Date(y, m, d-o.maxAge, 12, 0, 0, 0, now.Location()).Format(dayLayout)
 	entries, err := os.ReadDir(o.dir)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil // the folder is created with the first file
+	}
 	if err != nil {
-		return fmt.Errorf("agentlog: remove old logs: %w", err)
+		return fmt.Errorf("remove old logs: %w", err)
 	}
 	var errs []error
 	for _, e := range entries {
@@ -100,7 +117,7 @@ func (o *output) prune(now time.Time) error {
 			continue
 		}
 		if err := os.Remove(filepath.Join(o.dir, e.Name())); err != nil && !errors.Is(err, fs.ErrNotExist) {
-			errs = append(errs, fmt.Errorf("agentlog: remove old log: %w", err))
+			errs = append(errs, fmt.Errorf("remove old log: %w", err))
 		}
 	}
 	return errors.Join(errs...)
@@ -136,7 +153,7 @@ func layoutDay(name string) (string, bool) {
 	return day, true
 }
 
-// close closes the current file and marks o closed.
+// close closes the current file and marks o closed, after reporting the failures no report showed yet.
 func (o *output) close() error {
 	o.mu.Lock()
 	defer o.mu.Unlock()
@@ -144,6 +161,7 @@ func (o *output) close() error {
 		return nil
 	}
 	o.closed = true
+	o.report.flush()
 	if o.file == nil {
 		return nil
 	}
