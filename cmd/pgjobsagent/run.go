@@ -66,7 +66,7 @@ Example:
 			&cli.StringFlag{Name: "config", Usage: "configuration `FILE` (default: $" + config.PathVariable + ", else " + config.DefaultPath + ")"},
 			&cli.StringFlag{Name: "log-dir", Value: DefaultLogDir, Usage: "log root `DIR`: DIR/master/YYYY.MM.DD.log and DIR/ID/YYYY.MM.DD.log"},
 			&cli.BoolFlag{Name: "foreground", Usage: "also write the log lines to standard error"},
-			&cli.StringFlag{Name: "pidfile", Usage: "write the process id to `FILE` while running"},
+			&cli.StringFlag{Name: "pidfile", Usage: "write the process id to `FILE` while running and hold a lock (flock) on it: a second agent with the same FILE refuses to start, a stale FILE is taken over; FILE must be a regular file, not a symbolic link"},
 			&cli.BoolFlag{Name: "check-config", Usage: "check the configuration file and every database it names, print the problems and exit"},
 			&cli.DurationFlag{Name: "grace", Value: 30 * time.Second, Usage: "how long a soft stop waits for runs in flight"},
 		},
@@ -127,6 +127,22 @@ func checkDatabase(ctx context.Context, d config.Database) error {
 
 // serve runs the agent until a stop signal.
 func serve(c *cli.Context, path string, stderr io.Writer, ready chan<- *agent.Master) error {
+	// Before the pid file exists: whoever reads it may signal at once, and a signal that comes during
+	// the start is handled once the agent runs.
+	signals := make(chan os.Signal, 2)
+	signal.Notify(signals, syscall.SIGHUP, syscall.SIGTERM, syscall.SIGINT)
+	defer signal.Stop(signals)
+	if name := c.String("pidfile"); name != "" {
+		pf, err := acquirePidFile(name)
+		if err != nil {
+			return err
+		}
+		defer func() {
+			if err := pf.release(); err != nil {
+				fmt.Fprintf(stderr, "pgjobsagent: %v\n", err)
+			}
+		}()
+	}
 	f, err := config.Load(path)
 	if err != nil {
 		return err
@@ -140,12 +156,6 @@ func serve(c *cli.Context, path string, stderr io.Writer, ready chan<- *agent.Ma
 	masterLog, err := logs.logger(agentlog.MasterAgent, int(f.Master()))
 	if err != nil {
 		return err
-	}
-	if pidfile := c.String("pidfile"); pidfile != "" {
-		if err := os.WriteFile(pidfile, []byte(strconv.Itoa(os.Getpid())+"\n"), 0o644); err != nil {
-			return fmt.Errorf("write the pid file: %w", err)
-		}
-		defer os.Remove(pidfile)
 	}
 	host, _ := os.Hostname()
 	master := agent.NewMaster(agent.Options{
@@ -170,9 +180,6 @@ func serve(c *cli.Context, path string, stderr io.Writer, ready chan<- *agent.Ma
 		ready <- master
 	}
 
-	signals := make(chan os.Signal, 2)
-	signal.Notify(signals, syscall.SIGHUP, syscall.SIGTERM, syscall.SIGINT)
-	defer signal.Stop(signals)
 	poll := time.NewTicker(configPoll)
 	defer poll.Stop()
 	stamp := fileStamp(path)
