@@ -10,6 +10,7 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -68,13 +69,31 @@ func enabled(t *testing.T, level int) (db, conf string) {
 // agentProcess is a running pgjobsagent.
 type agentProcess struct {
 	cmd    *exec.Cmd
-	stderr *bytes.Buffer
+	stderr *syncBuffer
 	logDir string
+}
+
+// syncBuffer is the agent's standard error, which tests read while the agent runs.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (b *syncBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.b.Write(p)
+}
+
+func (b *syncBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.b.String()
 }
 
 func startAgent(t *testing.T, conf string, extra ...string) *agentProcess {
 	t.Helper()
-	p := &agentProcess{stderr: &bytes.Buffer{}, logDir: filepath.Join(t.TempDir(), "log")}
+	p := &agentProcess{stderr: &syncBuffer{}, logDir: filepath.Join(t.TempDir(), "log")}
 	p.cmd = exec.Command(binary, append([]string{"--config", conf, "--log-dir", p.logDir, "--grace", "2s"}, extra...)...)
 	p.cmd.Stderr = p.stderr
 	if err := p.cmd.Start(); err != nil {

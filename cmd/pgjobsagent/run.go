@@ -64,7 +64,7 @@ Example:
 		OnUsageError:    func(_ *cli.Context, err error, _ bool) error { return usageError{err} },
 		Flags: []cli.Flag{
 			&cli.StringFlag{Name: "config", Usage: "configuration `FILE` (default: $" + config.PathVariable + ", else " + config.DefaultPath + ")"},
-			&cli.StringFlag{Name: "log-dir", Value: DefaultLogDir, Usage: "log root `DIR`: DIR/master/YYYY.MM.DD.log and DIR/ID/YYYY.MM.DD.log"},
+			&cli.StringFlag{Name: "log-dir", Value: DefaultLogDir, Usage: "log root `DIR`: DIR/master/YYYY.MM.DD.log and DIR/ID/YYYY.MM.DD.log; a log that cannot be written is reported on standard error at once, then at most once a minute, and the agent keeps running"},
 			&cli.BoolFlag{Name: "foreground", Usage: "also write the log lines to standard error"},
 			&cli.StringFlag{Name: "pidfile", Usage: "write the process id to `FILE` while running and hold a lock (flock) on it: a second agent with the same FILE refuses to start, a stale FILE is taken over; FILE must be a regular file, not a symbolic link"},
 			&cli.BoolFlag{Name: "check-config", Usage: "check the configuration file and every database it names, print the problems and exit"},
@@ -151,7 +151,10 @@ func serve(c *cli.Context, path string, stderr io.Writer, ready chan<- *agent.Ma
 	if c.Bool("foreground") {
 		also = stderr
 	}
-	logs := &logFiles{dir: c.String("log-dir"), also: also, levels: map[string]*slog.LevelVar{}, handlers: map[string]*agentlog.Handler{}}
+	logs := &logFiles{
+		dir: c.String("log-dir"), also: also, errors: prefixWriter{stderr, "pgjobsagent: "},
+		levels: map[string]*slog.LevelVar{}, handlers: map[string]*agentlog.Handler{},
+	}
 	defer logs.close(stderr)
 	masterLog, err := logs.logger(agentlog.MasterAgent, int(f.Master()))
 	if err != nil {
@@ -260,8 +263,9 @@ func fileStamp(path string) string {
 
 // logFiles are the log handlers of the master and the database agents, one per agent.
 type logFiles struct {
-	dir  string
-	also io.Writer
+	dir    string
+	also   io.Writer
+	errors io.Writer // where the handlers report the failures of their files
 
 	mu       sync.Mutex
 	levels   map[string]*slog.LevelVar
@@ -269,7 +273,9 @@ type logFiles struct {
 }
 
 // logger returns the logger of an agent ("master" or a database id) at a log level; asked again,
-// it returns a logger of the same files and sets the new level.
+// it returns a logger of the same files and sets the new level. A new logger opens its file at once,
+// so that a log that cannot be written is reported on l.errors at start; its handler reports later
+// failures there too (at most once a minute) and keeps trying, so the log resumes once it is fixed.
 func (l *logFiles) logger(name string, level int) (*slog.Logger, error) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
@@ -279,10 +285,11 @@ func (l *logFiles) logger(name string, level int) (*slog.Logger, error) {
 	}
 	lv := &slog.LevelVar{}
 	lv.Set(agentlog.MinLevel(level))
-	h, err := agentlog.New(agentlog.Options{Dir: l.dir, Agent: name, Level: lv, Also: l.also, MaxAge: 30})
+	h, err := agentlog.New(agentlog.Options{Dir: l.dir, Agent: name, Level: lv, Also: l.also, MaxAge: 30, Errors: l.errors})
 	if err != nil {
 		return nil, fmt.Errorf("log files of agent %s in %s: %w", name, filepath.Clean(l.dir), err)
 	}
+	_ = h.Open() // a failure is reported on l.errors by the handler, which keeps trying with each record
 	l.levels[name], l.handlers[name] = lv, h
 	return slog.New(h), nil
 }
@@ -315,4 +322,17 @@ func (l *logFiles) close(errw io.Writer) {
 			fmt.Fprintf(errw, "pgjobsagent: close the log of agent %s: %v\n", name, err)
 		}
 	}
+}
+
+// prefixWriter writes prefix before each Write's bytes, in one Write: for one-line reports.
+type prefixWriter struct {
+	w      io.Writer
+	prefix string
+}
+
+func (p prefixWriter) Write(b []byte) (int, error) {
+	if _, err := p.w.Write(append([]byte(p.prefix), b...)); err != nil {
+		return 0, err
+	}
+	return len(b), nil
 }
