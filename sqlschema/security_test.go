@@ -201,3 +201,43 @@ func TestUpgradeFromVersion1(t *testing.T) {
 		t.Fatalf("jobs after the upgrade:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
 	}
 }
+
+// TestStoredCallsAreQualified: a call is stored as PostgreSQL writes it back, every name
+// schema-qualified, in a form the call checker takes again and that calls what the call as written
+// called.
+func TestStoredCallsAreQualified(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	db, super := apiDatabase(t)
+	mustExec(t, super, `CREATE SCHEMA lib;
+		CREATE FUNCTION lib.show(VARIADIC v text[]) RETURNS text LANGUAGE sql AS $$ SELECT array_to_string(v, '|') $$;
+		CREATE FUNCTION lib.mix(a numeric, b float8, c date, d interval, e int[], f text, g bigint, h boolean, i bit(3), j varchar(5))
+			RETURNS text LANGUAGE sql AS $$ SELECT concat_ws('|', a, b, c, d, e, f, g, h, i, j) $$;
+		GRANT USAGE ON SCHEMA lib TO PUBLIC`)
+	conn := cluster.ConnectAs(t, db, cluster.NewRole(t, "alice", db))
+	mustExec(t, conn, "SET search_path = lib, public, pgjobs")
+	for _, tt := range []struct{ name, call, stored string }{
+		{"variadic", `show('a', E'b\\c', 'd''e')`, `lib.show(VARIADIC ARRAY['a'::text, 'b\c'::text, 'd''e'::text])`},
+		{"types", `mix(-1.5, 0.5, date '2026-01-01', interval '1 day', ARRAY[1, -2], $$x$$, 10000000000, true, B'101', 'ab')`,
+			`lib.mix('-1.5'::numeric, (0.5)::double precision, '2026-01-01'::date, '1 day'::interval, ARRAY[1, '-2'::integer], 'x'::text, '10000000000'::bigint, true, '101'::"bit", 'ab'::character varying)`},
+		{"named", `mix(j => 'x', i => '1'::bit(3), h => null, g => 1, f => U&'\0041', e => null, d => null, c => null, b => -0.5, a => 1)`, ""},
+		{"pg_catalog", `upper('x')`, `pg_catalog.upper('x'::text)`},
+	} {
+		var stored string
+		mustExec(t, conn, "SELECT pgj_drop_job(name) FROM pgj_jobs")
+		if _, err := conn.Exec(ctx, "SELECT pgj_create_job('J', $1, null, null)", tt.call); err != nil {
+			t.Fatalf("%s: %s: %v", tt.name, tt.call, err)
+		}
+		stored = queryString(t, conn, "SELECT function FROM pgj_jobs WHERE name = 'J'")
+		if tt.stored != "" && stored != tt.stored {
+			t.Errorf("%s: %s stored as\n%s\nwant\n%s", tt.name, tt.call, stored, tt.stored)
+		}
+		var direct, back string
+		if err := conn.QueryRow(ctx, "SELECT ("+tt.call+")::text").Scan(&direct); err != nil {
+			t.Fatalf("%s: SELECT %s: %v", tt.name, tt.call, err)
+		}
+		if err := super.QueryRow(ctx, "SELECT ("+stored+")::text").Scan(&back); err != nil || back != direct {
+			t.Fatalf("%s: SELECT %s = %q, %v; the call as written gave %q", tt.name, stored, back, err, direct)
+		}
+	}
+}

@@ -8,9 +8,12 @@
 -- the caller's session says, and accepts exactly one call with constant arguments:
 --
 --   call   := [name '.'] name '(' [arg {',' arg}] ')'       nothing but blanks after the ')'
---   arg    := [name ('=>' | ':=')] const {'::' type}        after a named argument, all are named
+--   arg    := [name ('=>' | ':=')] [VARIADIC] value         after a named argument, all are named
+--   value  := const {'::' type} | '(' value ')' {'::' type}
 --   const  := ['+' | '-'] number | string | TRUE | FALSE | NULL | type string
---           | ARRAY '[' [const {',' const}] ']'
+--           | ARRAY '[' [value {',' value}] ']'              (no ARRAY inside parentheses)
+--   (VARIADIC, parentheses and casts of ARRAY elements are there for the forms PostgreSQL writes a
+--   call back in, as pgj_call_resolve_ stores it: public.f(VARIADIC ARRAY[(0.5)::double precision]))
 --   type   := name ['.' name] ['(' integer {',' integer} ')'] {'[' [integer] ']'}
 --           | double precision | character varying [(n)] | char varying [(n)] | nchar varying [(n)]
 --           | national character|char [varying] [(n)] | bit varying [(n)]
@@ -24,7 +27,7 @@
 --
 -- Blanks (space, tab, newline, carriage return, form feed) may separate tokens. Everything else
 -- is refused: semicolons, comments anywhere outside a literal (-- and nested /* */), operators,
--- nested calls, parentheses around arguments, subqueries, parameters ($1), text after the call,
+-- nested calls, subqueries, parameters ($1), text after the call,
 -- unterminated literals, a missing argument list. Where this is stricter than PostgreSQL:
 --   * a backslash in a '...' or N'...' string: standard_conforming_strings = off would read it as
 --     an escape, so the call would read otherwise in such a session (pgj_call_resolves_ prepares
@@ -42,8 +45,8 @@
 --     column-name keyword, a type that is a reserved keyword or a column-name keyword other than
 --     the types int ... numeric (and modifiers those do not take), an unknown multi-word type;
 --   * numbers glued to letters or dots (1abc, 0x1F, 1_000, 1..2), integers of more than 9 digits
---     as type modifiers or array bounds, interval '1' day (fields after the string), casts inside
---     ARRAY[...], and ARRAY[[1], [2]] (write ARRAY[ARRAY[1], ARRAY[2]]).
+--     as type modifiers or array bounds, interval '1' day (fields after the string), and
+--     ARRAY[[1], [2]] (write ARRAY[ARRAY[1], ARRAY[2]]).
 --
 -- LIMIT: a call may be at most 8192 bytes long (octet_length, surrounding blanks included); a
 -- longer one is refused at once, before it is lexed, with SQLSTATE 54000 (program_limit_exceeded).
@@ -58,7 +61,12 @@
 -- before that position, "..." marking what was cut, control characters shown as spaces.
 -- A NULL or empty call raises the error of pgj_require_, as in version 1.
 -- The result is the call without surrounding blanks.
-CREATE OR REPLACE FUNCTION pgjobs.pgj_call_syntax_(p_function text, p_argno int, p_call text) RETURNS text
+--
+-- p_backslashes takes a backslash in '...' as a plain character (standard_conforming_strings on):
+-- for the calls pgj_call_resolve_ stores, as PostgreSQL writes them back, which only the agent
+-- reads, always with standard_conforming_strings on.
+DROP FUNCTION pgjobs.pgj_call_syntax_(text, int, text);
+CREATE FUNCTION pgjobs.pgj_call_syntax_(p_function text, p_argno int, p_call text, p_backslashes boolean DEFAULT false) RETURNS text
 LANGUAGE plpgsql IMMUTABLE
 SET search_path = pg_catalog, pg_temp
 AS $fn$
@@ -136,6 +144,7 @@ DECLARE
     v_ust     int;
     v_u       text COLLATE "C";
     v_depth   int := 0;                   -- ARRAY[ nesting
+    v_paren   int := 0;                   -- ( nesting around a value, as in (0.5)::double precision
     v_named   boolean := false;           -- an argument had a name: the next ones must have one too
     v_fword   text COLLATE "C";           -- the function name's first part, if an unquoted identifier
     v_fpos    int;
@@ -231,7 +240,7 @@ BEGIN
             ELSIF v_st = 'xq' THEN
                 IF v_k = 39 THEN
                     v_st := 'xq''';
-                ELSIF v_k = 92 THEN
+                ELSIF v_k = 92 AND NOT p_backslashes THEN
                     -- Refused so that the call reads the same with standard_conforming_strings off.
                     v_problem := E'a backslash in a ''...'' string, which standard_conforming_strings = off would read as an escape (write E''\\\\'' or $$\\$$)';
                 ELSIF v_k = -1 THEN
@@ -577,13 +586,20 @@ BEGIN
                 EXIT token WHEN v_tok IS NULL;
                 v_redo := false;
                 IF v_g IN ('arg', 'const', 'aconst') THEN
-                    -- arg: an argument, maybe named; const: the value of a named one; aconst: an ARRAY element
-                    IF v_g = 'arg' AND v_named AND NOT (v_tok IN ('qident', ')')
+                    -- arg: an argument, maybe named; const: the value of a named one, or one after
+                    -- VARIADIC or in parentheses; aconst: an ARRAY element
+                    IF v_tok = 'ident' AND v_word = 'variadic' AND v_g IN ('arg', 'const') AND v_paren = 0 THEN
+                        v_g := 'const'; -- as PostgreSQL writes a variadic call back: VARIADIC ARRAY[...]
+                    ELSIF v_tok = '(' AND NOT (v_g = 'arg' AND v_named) THEN
+                        v_paren := v_paren + 1; v_g := 'const'; -- as in (0.5)::double precision
+                    ELSIF v_tok = 'ident' AND v_word = 'array' AND v_paren > 0 THEN
+                        v_problem := c_not_const;
+                    ELSIF v_g = 'arg' AND v_named AND NOT (v_tok IN ('qident', ')')
                             OR v_tok = 'ident' AND v_word NOT IN ('true', 'false', 'null', 'array')) THEN
                         v_problem := 'an argument without a name after a named one';
                     ELSIF v_tok IN ('num', 'str')
                             OR (v_tok = 'ident' AND v_word IN ('true', 'false', 'null')) THEN
-                        v_g := CASE WHEN v_depth > 0 THEN 'anext' ELSE 'aftc' END;
+                        v_g := CASE WHEN v_paren > 0 THEN 'pval' WHEN v_depth > 0 THEN 'anext' ELSE 'aftc' END;
                     ELSIF v_tok IN ('+', '-') THEN
                         v_g := 'sign';
                     ELSIF v_tok = 'ident' AND v_word = 'array' THEN
@@ -606,6 +622,15 @@ BEGIN
                         v_tctx := 'cast'; v_tcount := 0; v_tmods := 0; v_twords := ''; v_tqual := false; v_g := 'ty0';
                     ELSE
                         v_problem := 'an argument that is not a constant: expected , or ) after it';
+                    END IF;
+                ELSIF v_g = 'pval' THEN -- after a value in parentheses
+                    IF v_tok = ')' THEN
+                        v_paren := v_paren - 1;
+                        v_g := CASE WHEN v_paren > 0 THEN 'pval' WHEN v_depth > 0 THEN 'anext' ELSE 'aftc' END;
+                    ELSIF v_tok = '::' THEN
+                        v_tctx := 'cast'; v_tcount := 0; v_tmods := 0; v_twords := ''; v_tqual := false; v_g := 'ty0';
+                    ELSE
+                        v_problem := 'an argument that is not a constant: expected :: or ) after a value in parentheses';
                     END IF;
                 ELSIF v_g = 'aname' THEN
                     IF v_tok IN ('=>', ':=') THEN
@@ -640,13 +665,13 @@ BEGIN
                     ELSIF v_tok = '(' AND v_g = 'ty1' THEN
                         v_twords := v_twords || ' ()'; v_g := 'tymod';
                     ELSIF v_tctx = 'lit' AND v_tok = 'str' AND v_skind IN ('q', 'e', 'u', 'd') THEN
-                        v_tcheck := true; v_g := CASE WHEN v_depth > 0 THEN 'anext' ELSE 'aftc' END;
+                        v_tcheck := true; v_g := CASE WHEN v_paren > 0 THEN 'pval' WHEN v_depth > 0 THEN 'anext' ELSE 'aftc' END;
                     ELSIF v_tctx = 'lit' THEN -- not a type and a string: a column, a nested call
                         v_problem := c_not_const; v_at := v_tpos0;
                     ELSIF v_tok = '[' THEN
                         v_tcheck := true; v_g := 'tyarr';
                     ELSE
-                        v_tcheck := true; v_g := 'aftc'; v_redo := true;
+                        v_tcheck := true; v_g := CASE WHEN v_paren > 0 THEN 'pval' WHEN v_depth > 0 THEN 'anext' ELSE 'aftc' END; v_redo := true;
                     END IF;
                 ELSIF v_g = 'tymod' THEN
                     IF v_tok = 'num' AND v_int THEN
@@ -684,11 +709,11 @@ BEGIN
                     IF v_tok = '[' THEN
                         v_g := 'tyarr';
                     ELSE
-                        v_g := 'aftc'; v_redo := true;
+                        v_g := CASE WHEN v_paren > 0 THEN 'pval' WHEN v_depth > 0 THEN 'anext' ELSE 'aftc' END; v_redo := true;
                     END IF;
                 ELSIF v_g = 'sign' THEN
                     IF v_tok = 'num' THEN
-                        v_g := CASE WHEN v_depth > 0 THEN 'anext' ELSE 'aftc' END;
+                        v_g := CASE WHEN v_paren > 0 THEN 'pval' WHEN v_depth > 0 THEN 'anext' ELSE 'aftc' END;
                     ELSE
                         v_problem := 'a sign without a number after it';
                     END IF;
@@ -701,11 +726,13 @@ BEGIN
                 ELSIF v_g = 'array[' OR v_g = 'anext' THEN
                     IF v_tok = ']' THEN
                         v_depth := v_depth - 1;
-                        v_g := CASE WHEN v_depth > 0 THEN 'anext' ELSE 'aftc' END;
+                        v_g := CASE WHEN v_paren > 0 THEN 'pval' WHEN v_depth > 0 THEN 'anext' ELSE 'aftc' END;
                     ELSIF v_g = 'array[' THEN
                         v_g := 'aconst'; v_redo := true;
                     ELSIF v_tok = ',' THEN
                         v_g := 'aconst';
+                    ELSIF v_tok = '::' THEN -- a cast of an element, as in ARRAY[1, '-2'::integer]
+                        v_tctx := 'cast'; v_tcount := 0; v_tmods := 0; v_twords := ''; v_tqual := false; v_g := 'ty0';
                     ELSE
                         v_problem := 'an array element that is not a constant: expected , or ] after it';
                     END IF;

@@ -107,6 +107,7 @@ BEGIN
     view_oid := 'pg_temp.pgj_resolve_call_'::regclass;
     SELECT substring(r.ev_action::text FROM ':targetList \(\{TARGETENTRY :expr \{NULLTEST :arg \{FUNCEXPR :funcid ([0-9]+) ')::oid
     INTO funcoid FROM pg_rewrite r WHERE r.ev_class = view_oid;
+    -- Written back with standard_conforming_strings on, as the agent reads every call.
     def := pg_get_viewdef(view_oid);
     DROP VIEW pg_temp.pgj_resolve_call_;
     IF funcoid IS NULL THEN
@@ -140,7 +141,7 @@ SET search_path = pg_catalog, pg_temp
 SET standard_conforming_strings = on
 AS $$
 DECLARE
-    call text := pgjobs.pgj_call_syntax_(p_function, p_argno, p_call);
+    call text := pgjobs.pgj_call_syntax_(p_function, p_argno, p_call, true);
     qualified text;
 BEGIN
     SELECT quote_ident(n.nspname) || '.' || quote_ident(p.proname) || '(' INTO qualified
@@ -485,8 +486,10 @@ $$;
 -- pgj_run_check_ is the agent's guard before each run, sent on the run's session in the same
 -- round trip as the call and run before it: the session must be of the job's owner (role p_owner,
 -- by OID: not a new role of the same name), which still exists, may log in and has not expired.
+-- It also sets standard_conforming_strings on for the run's transaction, before the call is parsed,
+-- whatever an earlier run left in the session.
 CREATE FUNCTION pgjobs.pgj_run_check_(p_owner oid, p_owner_name text) RETURNS void
-LANGUAGE plpgsql STABLE
+LANGUAGE plpgsql
 SET search_path = pg_catalog, pg_temp
 AS $$
 DECLARE
@@ -506,6 +509,7 @@ BEGIN
         RAISE EXCEPTION 'this session runs as role %, not as the job''s owner %: the job does not run', current_user, r.rolname
             USING ERRCODE = 'insufficient_privilege';
     END IF;
+    PERFORM set_config('standard_conforming_strings', 'on', true);
 END
 $$;
 
@@ -567,7 +571,7 @@ GRANT EXECUTE ON FUNCTION
     -- called by the public functions, as the caller
     pgjobs.pgj_stamp_(), pgjobs.pgj_job_create_call_(text, text, text, text, text, boolean, text),
     pgjobs.pgj_job_update_call_(text, text, text, text, text),
-    pgjobs.pgj_call_resolve_(text, int, text, text), pgjobs.pgj_call_syntax_(text, int, text),
+    pgjobs.pgj_call_resolve_(text, int, text, text), pgjobs.pgj_call_syntax_(text, int, text, boolean),
     pgjobs.pgj_require_(text, int, text, text),
     pgjobs.pgj_schedule_create_(text, text), pgjobs.pgj_schedule_update_(text, text),
     pgjobs.pgj_schedule_drop_(text, boolean), pgjobs.pgj_schedule_drop_unused_(),
