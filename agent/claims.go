@@ -1,0 +1,96 @@
+package agent
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/pgjobs/pgjobs/agent/agentlog"
+	"github.com/pgjobs/pgjobs/sqlschema"
+)
+
+// claimAhead claims, while the sessions open, the fires of jobs at `at`, so that at the minute
+// the runs start with no round trip before them. A claimed fire that never gets a run row (the
+// agent died first) is recorded as missed by the next agent.
+func (a *dbAgent) claimAhead(ctx context.Context, records *pgxpool.Pool, epoch int64, jobs []*job, at time.Time, claimed map[int]claim) error {
+	ids := make([]int, len(jobs))
+	ats := make([]time.Time, len(jobs))
+	for i, j := range jobs {
+		ids[i], ats[i] = j.id, at
+	}
+	got, err := sqlschema.FireClaim(ctx, records, ids, ats, epoch)
+	if err != nil {
+		return err
+	}
+	for _, c := range got {
+		claimed[c.JobID] = claim{at: at, owner: c.Owner}
+	}
+	return nil
+}
+
+// claim is a fire claimed ahead, with the name its job's owner had then.
+type claim struct {
+	at    time.Time
+	owner *string
+}
+
+// fireClaimed fires the due fires this leader epoch has claimed: ahead, or now. A fire that
+// another agent claimed, or any fire once another agent has taken the lead, does not run.
+func (a *dbAgent) fireClaimed(ctx context.Context, records *pgxpool.Pool, epoch int64, fires []dueFire, claimed map[int]claim) error {
+	var ids []int
+	var ats []time.Time
+	ok := make(map[int]*string, len(fires)) // owner names now, by job
+	for _, f := range fires {
+		if c, ahead := claimed[f.job.id]; ahead && c.at.Equal(f.at) {
+			ok[f.job.id] = c.owner
+		} else {
+			ids, ats = append(ids, f.job.id), append(ats, f.at)
+		}
+		delete(claimed, f.job.id)
+	}
+	if len(ids) > 0 {
+		got, err := sqlschema.FireClaim(ctx, records, ids, ats, epoch)
+		if err != nil {
+			return err
+		}
+		for _, c := range got {
+			ok[c.JobID] = c.Owner
+		}
+	}
+	for _, f := range fires {
+		owner, mine := ok[f.job.id]
+		if !mine {
+			a.logf(agentlog.LevelInfo, statusFiring, "job %s: the fire of %s was claimed by another agent", f.job.name, f.at.Format(time.RFC3339))
+			continue
+		}
+		at := f.at
+		a.fire(ctx, f.job.ownedBy(owner), &at)
+	}
+	return nil
+}
+
+// recordMissed records, once per job and outage, the fires that passed while no agent was
+// active, and claims them so that no agent counts them again. The row has the last missed fire
+// (the claimed one); its message gives the first and the count.
+func (a *dbAgent) recordMissed(ctx context.Context, records *pgxpool.Pool, epoch int64, missed []missedFires) error {
+	for _, m := range missed {
+		claimed, err := sqlschema.FireClaim(ctx, records, []int{m.job.id}, []time.Time{m.last}, epoch)
+		if err != nil {
+			return err
+		}
+		alreadyOurs := m.job.lastFire != nil && m.job.lastFire.Equal(m.last) // claimed ahead by a stopped agent
+		if len(claimed) == 0 && !alreadyOurs {
+			continue // another agent has them
+		}
+		msg := fmt.Sprintf("%d fires from %s to %s were missed: no agent was active on the database", m.count, m.first.Format(time.RFC3339), m.last.Format(time.RFC3339))
+		if m.count == 1 {
+			msg = fmt.Sprintf("the fire of %s was missed: no agent was active on the database", m.first.Format(time.RFC3339))
+		}
+		a.logf(agentlog.LevelEssential, statusStarting, "job %s: %s", m.job.name, msg)
+		if err := sqlschema.RunRecord(ctx, records, m.job.id, m.job.name, m.job.owner, m.job.ownerID, m.last, "missed", msg, a.opt.Name); err != nil {
+			return err
+		}
+	}
+	return nil
+}

@@ -1,0 +1,70 @@
+package agent
+
+import (
+	"context"
+	"time"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/pgjobs/pgjobs/agent/agentlog"
+	"github.com/pgjobs/pgjobs/sqlschema"
+)
+
+// abandonRecheck is how often the agent looks again for ended sessions while runs of other
+// agents are still recorded as running.
+const abandonRecheck = 2 * time.Second
+
+// abandon marks abandoned the runs whose session has ended, and tells whether runs of other
+// agents are still going (their sessions live), to be looked at again.
+func (a *dbAgent) abandon(ctx context.Context, records *pgxpool.Pool) error {
+	names, err := sqlschema.RunAbandon(ctx, records)
+	if err != nil {
+		return err
+	}
+	if len(names) > 0 {
+		a.logf(agentlog.LevelEssential, statusStarting, "marked %d runs abandoned (their session ended): %v", len(names), names)
+	}
+	foreign, err := sqlschema.RunForeignRunning(ctx, records, a.opt.Name)
+	if err != nil {
+		return err
+	}
+	a.foreignRuns = foreign > 0
+	return nil
+}
+
+// prune deletes the runs older than the run_retention setting.
+func (a *dbAgent) prune(ctx context.Context, records *pgxpool.Pool) {
+	a.pruned = time.Now()
+	if n, err := sqlschema.RunPrune(ctx, records); err != nil {
+		a.logf(agentlog.LevelError, statusFiring, "%v", err)
+	} else if n > 0 {
+		a.logf(agentlog.LevelInfo, statusFiring, "deleted %d runs older than the run_retention setting", n)
+	}
+}
+
+// flushPending records the run ends that could not be recorded before.
+func (a *dbAgent) flushPending(ctx context.Context, records *pgxpool.Pool) {
+	a.pendingMu.Lock()
+	pending := a.pending
+	a.pending = nil
+	a.pendingMu.Unlock()
+	for i, p := range pending {
+		var err error
+		if p.runID == 0 {
+			err = sqlschema.RunInsert(ctx, records, p.run, p.result)
+		} else {
+			_, err = sqlschema.RunFinish(ctx, records, p.runID, p.result)
+		}
+		if err != nil {
+			a.pendingMu.Lock()
+			a.pending = append(a.pending, pending[i:]...)
+			a.pendingMu.Unlock()
+			return
+		}
+	}
+}
+
+func (a *dbAgent) pendingCount() int {
+	a.pendingMu.Lock()
+	defer a.pendingMu.Unlock()
+	return len(a.pending)
+}
