@@ -3,6 +3,7 @@ package sqlschema_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"strings"
 	"testing"
 
@@ -117,6 +118,19 @@ func TestInternalFunctionsTrustNoCaller(t *testing.T) {
 	}
 	if got := queryString(t, super, "SELECT owner FROM pgj_jobs WHERE name = 'Forged'"); got != alice {
 		t.Fatalf("owner of the job made with a stamp alice wrote saying role 10 = %s, want %s", got, alice)
+	}
+
+	// A stamp alice plants, with the highest stampid, before code of bob's makes a job in her
+	// transaction: the job is bob's.
+	bob := cluster.NewRole(t, "bob", db)
+	mustExec(t, super, "CREATE SCHEMA bob AUTHORIZATION "+pgx.Identifier{bob}.Sanitize())
+	mustExec(t, cluster.ConnectAs(t, db, bob), fmt.Sprintf(`CREATE FUNCTION bob.setup() RETURNS void LANGUAGE plpgsql SECURITY DEFINER AS $$
+		BEGIN PERFORM pgjobs.pgj_create_job('BobJob', 'public.off_line()', null, null); END $$;
+		GRANT USAGE ON SCHEMA bob TO %s; GRANT EXECUTE ON FUNCTION bob.setup() TO %[1]s`, pgx.Identifier{alice}.Sanitize()))
+	mustExec(t, conn, `BEGIN; INSERT INTO pgjobs.pgj_caller_ (stampid) OVERRIDING SYSTEM VALUE VALUES (9223372036854775807);
+		SELECT bob.setup(); COMMIT`)
+	if got := queryString(t, super, "SELECT owner FROM pgj_jobs WHERE name = 'BobJob'"); got != bob {
+		t.Fatalf("owner of the job bob's function made after alice planted a stamp = %s, want %s", got, bob)
 	}
 
 	for _, sql := range []string{

@@ -23,13 +23,25 @@ CREATE INDEX ON pgjobs.pgj_caller_ (stamppid);
 REVOKE ALL ON pgjobs.pgj_caller_ FROM PUBLIC;
 GRANT INSERT ON pgjobs.pgj_caller_ TO PUBLIC;
 
+-- pgj_caller_clear_ removes the stamps of this backend: a new stamp replaces them, so that the
+-- stamp a definer function takes is always the one stamped last, never one a role planted before
+-- (whatever stampid it gave it with OVERRIDING SYSTEM VALUE).
+CREATE FUNCTION pgjobs.pgj_caller_clear_() RETURNS void
+LANGUAGE sql SECURITY DEFINER
+SET search_path = pg_catalog, pg_temp
+AS $$
+    DELETE FROM pgjobs.pgj_caller_ WHERE stamppid = pg_backend_pid()
+$$;
+
 -- pgj_caller_stamp_ fills a stamp with the inserting role, backend and transaction, whatever the
--- INSERT said. It is not SECURITY DEFINER: current_user is the role of the code that inserts.
+-- INSERT said, and removes the backend's older stamps. It is not SECURITY DEFINER: current_user is
+-- the role of the code that inserts.
 CREATE FUNCTION pgjobs.pgj_caller_stamp_() RETURNS trigger
 LANGUAGE plpgsql
 SET search_path = pg_catalog, pg_temp
 AS $$
 BEGIN
+    PERFORM pgjobs.pgj_caller_clear_();
     NEW.stamprole := (SELECT oid FROM pg_roles WHERE rolname = current_user);
     NEW.stamppid := pg_backend_pid();
     NEW.stampxact := pg_current_xact_id();

@@ -569,7 +569,7 @@ GRANT EXECUTE ON FUNCTION
     pgjobs.pgj_update_job(text, text, text, text), pgjobs.pgj_add_job_schedule(text, text),
     pgjobs.pgj_drop_job_schedule(text, text), pgjobs.pgj_drop_job(text),
     -- called by the public functions, as the caller
-    pgjobs.pgj_stamp_(), pgjobs.pgj_job_create_call_(text, text, text, text, text, boolean, text),
+    pgjobs.pgj_stamp_(), pgjobs.pgj_caller_clear_(), pgjobs.pgj_job_create_call_(text, text, text, text, text, boolean, text),
     pgjobs.pgj_job_update_call_(text, text, text, text, text),
     pgjobs.pgj_call_resolve_(text, int, text, text), pgjobs.pgj_call_syntax_(text, int, text, boolean),
     pgjobs.pgj_require_(text, int, text, text),
