@@ -201,6 +201,15 @@ func TestUpgradeFromVersion1(t *testing.T) {
 	mustExec(t, super, "SELECT pgj_create_schedule('Daily', 'D 6:30'), pgj_create_job('Mine', 'off_line()', null, 'Daily')")
 	mustExec(t, cluster.ConnectAs(t, db, alice), `SELECT pgj_create_schedule('Hers', 'D 7:00'),
 		pgj_create_job('Smuggle', 'f(1, E''\'''');SELECT off_line();--'')', null, 'Hers')`)
+	// A trap for the upgrade, which a superuser runs in a session whose search_path has public: an
+	// overload of a built-in function that fits the upgrade's arguments better (many databases
+	// still let every role create in public).
+	mustExec(t, super, "GRANT CREATE ON SCHEMA public TO "+pgx.Identifier{alice}.Sanitize())
+	mustExec(t, cluster.ConnectAs(t, db, alice), `CREATE FUNCTION public.format(f text, n name) RETURNS text LANGUAGE plpgsql AS $$
+		BEGIN
+			IF (SELECT rolsuper FROM pg_catalog.pg_roles WHERE rolname = current_user) THEN INSERT INTO public.calls (name) VALUES ('escalated'); END IF;
+			RETURN pg_catalog.format(f, n);
+		END $$`)
 	if from, to, err := sqlschema.Upgrade(ctx, super); err != nil || from != 1 || to != sqlschema.Latest() {
 		t.Fatalf("Upgrade = %d, %d, %v", from, to, err)
 	}
@@ -211,6 +220,9 @@ func TestUpgradeFromVersion1(t *testing.T) {
 		t.Fatal(err)
 	}
 	want := []string{"Mine public.off_line() " + cluster.User() + " true", `Smuggle f(1, E'\'');SELECT off_line();--') ` + alice + " false"}
+	if n := queryString(t, super, "SELECT count(*)::text FROM calls WHERE name = 'escalated'"); n != "0" {
+		t.Fatal("the upgrade called a function a role put in public, as the superuser")
+	}
 	if strings.Join(got, "\n") != strings.Join(want, "\n") {
 		t.Fatalf("jobs after the upgrade:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
 	}

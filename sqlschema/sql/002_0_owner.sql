@@ -10,6 +10,13 @@
 -- into pgj_caller_, whose trigger (running as the caller) records current_user. The definer
 -- function takes that stamp (pgj_caller_take_); it trusts no argument saying who calls.
 
+-- The upgrade runs in the session of whoever upgrades, usually a superuser, with that session's
+-- search_path: every statement of version 2 runs with pg_catalog only, so that no function or
+-- operator a role created in a schema of that path is called instead of the built-in one. The path
+-- is kept for resolving the calls of existing jobs (002_2_api.sql).
+SELECT pg_catalog.set_config('pgjobs.upgrade_search_path', pg_catalog.current_setting('search_path'), true);
+SET LOCAL search_path = pg_catalog, pg_temp;
+
 -- The caller stamps: one row per pending call, of this backend and transaction. PUBLIC may only
 -- insert, which allows no lock that conflicts with another role's insert or with the agent.
 CREATE TABLE pgjobs.pgj_caller_ (

@@ -592,7 +592,7 @@ DO $$
 DECLARE
     j record;
     resolved record;
-    path text := current_setting('search_path');
+    path text := current_setting('pgjobs.upgrade_search_path');
 BEGIN
     FOR j IN SELECT jobid, jobfunction, pg_get_userbyid(jobownerid) AS owner FROM pgjobs.pgj_job_
              WHERE jobfuncoid IS NULL AND EXISTS (SELECT FROM pg_roles WHERE oid = jobownerid) LOOP
