@@ -130,7 +130,17 @@ func TestIntruderOnTheLeaderLockIsEnded(t *testing.T) {
 	alice := cluster.NewRole(t, "alice", db.name)
 	db.exec(t, "SELECT pgj_create_startup_job('Hello', 'note(''Hello'')')")
 	ctx := context.Background()
+	// Also a trap for the agent's own (superuser) session, in a schema of the database's
+	// search_path: an overload of the built-in function that fits the agent's call better.
+	db.exec(t, "GRANT CREATE ON SCHEMA public TO "+pgx.Identifier{alice}.Sanitize())
 	aliceConn := cluster.ConnectAs(t, db.name, alice)
+	if _, err := aliceConn.Exec(ctx, `CREATE FUNCTION public.pg_terminate_backend(pid int, timeout int) RETURNS boolean LANGUAGE plpgsql AS $$
+		BEGIN
+			IF (SELECT rolsuper FROM pg_catalog.pg_roles WHERE rolname = current_user) THEN INSERT INTO public.calls (job) VALUES ('escalated'); END IF;
+			RETURN false;
+		END $$`); err != nil {
+		t.Fatal(err)
+	}
 	if _, err := aliceConn.Exec(ctx, "SELECT pg_advisory_lock(hashtext('pgjobs agent leader')::bigint)"); err != nil {
 		t.Fatal(err)
 	}
@@ -158,6 +168,9 @@ func TestIntruderOnTheLeaderLockIsEnded(t *testing.T) {
 	<-queued // ended while waiting, or right after it got the lock
 	if err := waiting.Ping(ctx); err == nil {
 		t.Fatal("alice's session waiting for the leader lock still lives")
+	}
+	if c := calls(t, db); strings.Contains(c, "escalated") {
+		t.Fatal("the agent called a function alice put in public, as the superuser")
 	}
 	if !strings.Contains(logs.String(), "of role "+alice+": it held or waited for the agent leader lock") {
 		t.Fatalf("no warning naming %s in the log:\n%s", alice, logs)

@@ -37,6 +37,10 @@ func (a *dbAgent) connConfig(user string) (*pgx.ConnConfig, error) {
 	// ROLE ... SET) gives way to what the client asks for at connect.
 	cfg.RuntimeParams["standard_conforming_strings"] = "on"
 	if user == "" {
+		// The agent's own sessions (of a privileged role) resolve names in pg_catalog only: a
+		// function or operator a role creates in a schema of the database's search_path (public)
+		// is never called instead of a built-in one. Their queries name pgjobs' objects in full.
+		cfg.RuntimeParams["search_path"] = "pg_catalog, pg_temp"
 		// The agent's own statements never wait long for a lock or run long: a user transaction
 		// cannot hold the agent up (what fails is retried, off the firing path).
 		cfg.RuntimeParams["lock_timeout"] = strconv.Itoa(int(standbyRecheck.Milliseconds()))
