@@ -7,6 +7,7 @@ import (
 	"strconv"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
@@ -159,7 +160,8 @@ func (a *dbAgent) runOn(conn *pgxpool.Conn, j *job) sqlschema.RunResult {
 func (a *dbAgent) runCall(conn *pgxpool.Conn, j *job) error {
 	batch := &pgconn.Batch{}
 	batch.ExecParams(sqlschema.RunGuardSQL(), [][]byte{[]byte(strconv.FormatUint(uint64(j.ownerID), 10)), []byte(j.owner)}, nil, nil, nil)
-	batch.ExecParams("SELECT "+j.call, nil, nil, nil, nil)
+	// IS NULL: the call's value stays in the server; a job returning 300 MB sends back a boolean.
+	batch.ExecParams("SELECT ("+j.call+") IS NULL", nil, nil, nil, nil)
 	results := conn.Conn().PgConn().ExecBatch(a.runCtx, batch)
 	var first error
 	for results.NextResult() {
@@ -215,7 +217,24 @@ func (a *dbAgent) failure(j *job, err error) sqlschema.RunResult {
 			result.Message += " (" + pgErr.Detail + ")"
 		}
 	}
+	result.Message = clip(result.Message, maxMessage)
 	return result
+}
+
+// maxMessage is the most bytes of a failed run's message the agent logs and records: a job's
+// error can be as long as it likes, the run history and the logs are not.
+const maxMessage = 4096
+
+// clip returns s cut to at most max bytes, on a character boundary, saying how long it was.
+func clip(s string, max int) string {
+	if len(s) <= max {
+		return s
+	}
+	cut := max
+	for cut > 0 && !utf8.RuneStart(s[cut]) {
+		cut--
+	}
+	return fmt.Sprintf("%s... (%d bytes in all)", s[:cut], len(s))
 }
 
 // recordSkipped records a fire that did not run.

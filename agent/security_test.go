@@ -315,3 +315,30 @@ func TestUnqualifiedCallCannotBeHijacked(t *testing.T) {
 		t.Fatalf("calls = %q, want x (public.note)", c)
 	}
 }
+
+// TestHugeResultsAndErrorsAreBounded: a job's value stays in the server, and a job's error is
+// recorded and logged cut to 4 KB.
+func TestHugeResultsAndErrorsAreBounded(t *testing.T) {
+	t.Parallel()
+	db := newTestDB(t)
+	alice := cluster.NewRole(t, "alice", db.name)
+	db.exec(t, `CREATE FUNCTION big() RETURNS text LANGUAGE sql AS $$ SELECT repeat('x', 20000000) $$;
+		CREATE FUNCTION shout() RETURNS void LANGUAGE plpgsql AS $$ BEGIN RAISE EXCEPTION '%', repeat('é', 50000); END $$`)
+	if _, err := cluster.ConnectAs(t, db.name, alice).Exec(context.Background(), `SELECT pgj_create_schedule('At01', 'D 01'),
+		pgj_create_job('Big', 'big()', null, 'At01'), pgj_create_job('Shout', 'shout()', null, 'At01')`); err != nil {
+		t.Fatal(err)
+	}
+	clock := fakeclock.New(t0)
+	startAgent(t, clock, db)
+	if got := fireAt(t, db, clock, t0.Add(time.Minute), 2); strings.Join(slices.Sorted(slices.Values(got)), ";") != "Big ok 10:01;Shout error 10:01 P0001" {
+		t.Fatalf("runs = %v", got)
+	}
+	var length int
+	var message string
+	if err := db.conn.QueryRow(context.Background(), "SELECT octet_length(runmessage), runmessage FROM pgjobs.pgj_run_ WHERE runjobname = 'Shout'").Scan(&length, &message); err != nil {
+		t.Fatal(err)
+	}
+	if length > 4200 || !strings.HasSuffix(message, "... (100000 bytes in all)") {
+		t.Fatalf("recorded message of %d bytes ending %q", length, message[max(0, len(message)-40):])
+	}
+}

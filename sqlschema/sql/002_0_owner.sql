@@ -12,15 +12,13 @@
 
 -- The upgrade runs in the session of whoever upgrades, usually a superuser, with that session's
 -- search_path: every statement of version 2 runs with pg_catalog only, so that no function or
--- operator a role created in a schema of that path is called instead of the built-in one. The path
--- is kept for resolving the calls of existing jobs (002_2_api.sql).
-SELECT pg_catalog.set_config('pgjobs.upgrade_search_path', pg_catalog.current_setting('search_path'), true);
+-- operator a role created in a schema of that path is called instead of the built-in one.
 SET LOCAL search_path = pg_catalog, pg_temp;
 
 -- The caller stamps: one row per pending call, of this backend and transaction. PUBLIC may only
 -- insert, which allows no lock that conflicts with another role's insert or with the agent.
 CREATE TABLE pgjobs.pgj_caller_ (
-    stampid   bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
+    stampid   bigint GENERATED ALWAYS AS IDENTITY, -- not unique: a role could plant ids others then wait for
     stamprole oid NOT NULL,             -- current_user of the inserting code
     stamppid  int NOT NULL,             -- its backend
     stampxact xid8 NOT NULL,            -- and top-level transaction

@@ -264,7 +264,7 @@ DECLARE
     dropped int;
 BEGIN
     DELETE FROM pgj_schedule_ s
-    WHERE pgj_visible_(s.schownerid, caller)
+    WHERE s.schownerid = caller -- the caller's own, also for a superuser
       AND NOT EXISTS (SELECT FROM pgj_job_schedule_ js WHERE js.jschid = s.schid)
       AND NOT EXISTS (SELECT FROM pgj_job_ j WHERE j.jobstartschid = s.schid);
     GET DIAGNOSTICS dropped = ROW_COUNT;
@@ -585,29 +585,10 @@ GRANT EXECUTE ON FUNCTION
     pgjobs.pgj_run_check_(oid, text)
 TO PUBLIC;
 
--- Jobs stored by version 1: resolve their calls again as their owners, as if each owner had just
--- set it with the database's search path. A call that does not resolve (or whose owner is gone)
--- keeps its text with no function: the agent records its runs as failed until it is set again.
-DO $$
-DECLARE
-    j record;
-    resolved record;
-    path text := current_setting('pgjobs.upgrade_search_path');
-BEGIN
-    FOR j IN SELECT jobid, jobfunction, pg_get_userbyid(jobownerid) AS owner FROM pgjobs.pgj_job_
-             WHERE jobfuncoid IS NULL AND EXISTS (SELECT FROM pg_roles WHERE oid = jobownerid) LOOP
-        BEGIN
-            EXECUTE format('SET LOCAL ROLE %I', j.owner);
-            resolved := pgjobs.pgj_call_resolve_('pgjobs updatesystem', 2, j.jobfunction, path);
-            RESET ROLE;
-            UPDATE pgjobs.pgj_job_ SET jobfunction = resolved.call, jobfuncoid = resolved.funcoid WHERE jobid = j.jobid;
-        EXCEPTION WHEN OTHERS THEN
-            RAISE NOTICE 'job % of %: its call % stays unresolved and will not run until it is set again: %',
-                j.jobid, j.owner, j.jobfunction, SQLERRM;
-        END;
-    END LOOP;
-END
-$$;
+-- Jobs stored by version 1 keep their calls unresolved (jobfuncoid NULL): the agent does not run
+-- them, and records each fire as failed, saying to set the call again with pgj_update_job. They
+-- are not resolved here: resolving parses the owner's text, which may run the input functions and
+-- domain checks of the owner's types, and the upgrade runs as a superuser.
 
 -- pgj_require_ also caps names: a job or schedule name is at most 200 characters.
 CREATE OR REPLACE FUNCTION pgjobs.pgj_require_(p_function text, p_argno int, p_what text, p_value text) RETURNS void
