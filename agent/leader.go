@@ -58,9 +58,9 @@ func (a *dbAgent) endIntruders(ctx context.Context, conn *pgx.Conn) error {
 	}
 	for _, s := range found {
 		if s.Ended {
-			a.logf(agentlog.LevelError, statusWaiting, "warning: ended session %d of role %s: it held or waited for the agent leader lock, which only the agent's roles may take", s.PID, s.Role)
+			a.logf(agentlog.LevelError, statusWaiting, "warning: ended session %d of role %s: it held or waited for the agent leader lock or a lock on the agent's tables, which only the agent's roles may take", s.PID, s.Role)
 		} else {
-			a.logf(agentlog.LevelError, statusWaiting, "warning: session %d of role %s holds or waits for the agent leader lock and could not be ended within 5 s", s.PID, s.Role)
+			a.logf(agentlog.LevelError, statusWaiting, "warning: session %d of role %s holds or waits for the agent leader lock or a lock on the agent's tables and could not be ended within 5 s", s.PID, s.Role)
 		}
 	}
 	return nil

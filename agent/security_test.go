@@ -342,3 +342,56 @@ func TestHugeResultsAndErrorsAreBounded(t *testing.T) {
 		t.Fatalf("recorded message of %d bytes ending %q", length, message[max(0, len(message)-40):])
 	}
 }
+
+// TestQueuedLockOnTheAgentsTablesIsEnded: alice keeps a transaction open on a pgjobs view and, in
+// another session, asks for a lock PostgreSQL takes before it checks her privileges (CREATE RULE on
+// the agent's table); every statement of the agent would queue behind it. The agent ends that
+// session, says so, and fires.
+func TestQueuedLockOnTheAgentsTablesIsEnded(t *testing.T) {
+	t.Parallel()
+	db := newTestDB(t)
+	alice := cluster.NewRole(t, "alice", db.name)
+	db.exec(t, "SELECT pgj_create_schedule('At01', 'D 01'), pgj_create_job('Tick', 'note(''Tick'')', null, 'At01')")
+	ctx := context.Background()
+	clock := fakeclock.New(t0)
+	_, logs := startAgent(t, clock, db)
+	mustSleepUntil(t, clock, t0.Add(time.Minute))
+	reader, err := cluster.ConnectAs(t, db.name, alice).Begin(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer reader.Rollback(ctx)
+	if _, err := reader.Exec(ctx, "SELECT count(*) FROM pgj_jobs"); err != nil {
+		t.Fatal(err)
+	}
+	ruler := cluster.ConnectAs(t, db.name, alice)
+	queued := make(chan error, 1)
+	go func() {
+		_, err := ruler.Exec(ctx, "CREATE RULE r AS ON INSERT TO pgjobs.pgj_fire_ DO INSTEAD NOTHING")
+		queued <- err
+	}()
+	if !eventually(t, 10*time.Second, "alice's CREATE RULE to wait for its lock", func() bool {
+		var waiting int
+		err := db.conn.QueryRow(ctx, "SELECT count(*) FROM pg_locks WHERE NOT granted AND pid = $1", ruler.PgConn().PID()).Scan(&waiting)
+		return err == nil && waiting > 0
+	}) {
+		t.Fatal("alice's CREATE RULE does not wait")
+	}
+	clock.Set(t0.Add(time.Minute))
+	// The claim of 10:01 waits behind alice's lock until its lock_timeout; the agent reconnects
+	// after a pause on its clock, ends her session and fires.
+	retry := t0.Add(time.Minute + 50*time.Millisecond)
+	if !clock.WaitForTimer(retry, 15*time.Second) {
+		t.Fatalf("the agent did not pause to reconnect:\n%s", logs)
+	}
+	clock.Set(retry)
+	if got := db.waitRuns(t, 1); strings.Join(got, ";") != "Tick ok 10:01" {
+		t.Fatalf("runs = %v", got)
+	}
+	if err := <-queued; err == nil {
+		t.Fatal("alice's CREATE RULE went through")
+	}
+	if !strings.Contains(logs.String(), "of role "+alice+": it held or waited for the agent leader lock or a lock on the agent's tables") {
+		t.Fatalf("no warning naming %s in the log:\n%s", alice, logs)
+	}
+}

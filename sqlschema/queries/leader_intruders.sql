@@ -1,14 +1,23 @@
--- Ends the sessions other than this one that hold or wait for the agent leader lock (see
--- leader_lock.sql) and whose role may not run the agent: only roles that may update
--- pgjobs.pgj_leader_ (superusers and roles a DBA granted it to) may lead. Returns each session's
--- pid, role and whether it was ended (within 5 s).
-SELECT l.pid, a.usename::text, pg_terminate_backend(l.pid, 5000)
-FROM pg_locks l
-JOIN pg_stat_activity a ON a.pid = l.pid
-WHERE l.locktype = 'advisory'
-  AND l.database = (SELECT oid FROM pg_database WHERE datname = current_database())
-  AND l.classid::bigint = ((hashtext('pgjobs agent leader')::bigint >> 32) & 4294967295)
-  AND l.objid::bigint = (hashtext('pgjobs agent leader')::bigint & 4294967295)
-  AND l.objsubid = 1
-  AND l.pid <> pg_backend_pid()
-  AND NOT has_table_privilege(a.usesysid, 'pgjobs.pgj_leader_', 'UPDATE')
+-- Ends the sessions other than this one whose role may not run the agent (it may not update
+-- pgjobs.pgj_leader_: superusers and roles a DBA granted it to may) and that hold or wait for
+--   * the agent leader lock (see leader_lock.sql), which any role could take, or
+--   * a lock on a pgjobs table stronger than the views and the caller stamps need: PostgreSQL takes
+--     some locks before it checks privileges (CREATE RULE ... TO pgjobs.pgj_fire_ waits for an
+--     ACCESS EXCLUSIVE lock), and every statement of the agent would queue behind it.
+-- Returns each session's pid, role and whether it was ended (within 5 s).
+WITH locking AS (
+    SELECT DISTINCT l.pid FROM pg_locks l
+    WHERE l.pid <> pg_backend_pid()
+      AND l.database = (SELECT oid FROM pg_database WHERE datname = current_database())
+      AND ((l.locktype = 'advisory'
+            AND l.classid::bigint = ((hashtext('pgjobs agent leader')::bigint >> 32) & 4294967295)
+            AND l.objid::bigint = (hashtext('pgjobs agent leader')::bigint & 4294967295)
+            AND l.objsubid = 1)
+        OR (l.locktype = 'relation'
+            AND l.mode NOT IN ('AccessShareLock', 'RowExclusiveLock')
+            AND l.relation IN (SELECT c.oid FROM pg_class c WHERE c.relnamespace = 'pgjobs'::regnamespace)))
+)
+SELECT a.pid, a.usename::text, pg_terminate_backend(a.pid, 5000)
+FROM locking
+JOIN pg_stat_activity a ON a.pid = locking.pid
+WHERE NOT has_table_privilege(a.usesysid, 'pgjobs.pgj_leader_', 'UPDATE')
