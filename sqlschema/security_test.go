@@ -60,6 +60,9 @@ func TestDefinerFunctionActsAsItsOwner(t *testing.T) {
 		t.Fatalf("alice's function called by a superuser sees %s jobs, want 1 (her own)", got)
 	}
 	wantError(t, super, "SELECT reports.steal()", "42704", `job "SuperJob" does not exist`)
+	// A superuser does not set the call of alice's job: resolving it would run the input functions
+	// and domain checks of alice's types as the superuser.
+	wantError(t, super, "SELECT pgj_update_job('TrapJob', null, 'end_of_day()', null)", "42501", "only the job's owner may set its call")
 }
 
 // TestInternalFunctionsTrustNoCaller: what PUBLIC may execute is the public API and the functions

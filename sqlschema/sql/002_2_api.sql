@@ -392,6 +392,14 @@ DECLARE
     new_funcoid oid;
 BEGIN
     IF p_new_call IS NOT NULL THEN
+        -- Only the owner sets a job's call: resolving it converts its constants to the types of
+        -- the owner's function, which runs those types' input functions and domain checks as the
+        -- caller, and a superuser must not run another role's code that way.
+        IF EXISTS (SELECT FROM pgjobs.pgj_jobs j WHERE j.name = p_name AND j.owner <> current_user) THEN
+            RAISE EXCEPTION 'pgj_update_job: argument 3: only the job''s owner may set its call'
+                USING ERRCODE = 'insufficient_privilege',
+                      HINT = 'the owner sets it; a superuser may drop the job or change its name and start schedule';
+        END IF;
         SELECT r.call, r.funcoid INTO new_call, new_funcoid FROM pgjobs.pgj_call_resolve_('pgj_update_job', 3, p_new_call, p_path) r;
     END IF;
     PERFORM pgjobs.pgj_stamp_();
