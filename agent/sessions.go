@@ -111,10 +111,11 @@ func (a *dbAgent) newPool(user string, size int) (*pgxpool.Pool, error) {
 		// Each session's identity, read once when it opens, names the session of its runs.
 		poolCfg.AfterConnect = func(ctx context.Context, c *pgx.Conn) error {
 			pid, start, err := sqlschema.SessionIdentity(ctx, c)
-			if err == nil {
-				a.sessions.Store(uint32(pid), start)
+			if err != nil {
+				return err
 			}
-			return err
+			a.sessions.Store(uint32(pid), start)
+			return sqlschema.RunGuardWarm(ctx, c)
 		}
 		poolCfg.BeforeClose = func(c *pgx.Conn) { a.sessions.Delete(c.PgConn().PID()) }
 	}

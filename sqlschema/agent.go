@@ -73,6 +73,18 @@ func LeaderEndIntruders(ctx context.Context, q Execer) ([]Intruder, error) {
 // which still exists, may log in and has not expired.
 func RunGuardSQL() string { return query("run_guard") }
 
+// RunGuardWarm runs the guard of RunGuardSQL once on a new owner session for the session's own
+// role, so that its first run at a busy minute does not pay for compiling it. A refusal is no
+// error here (each run asks again and records it); a failure of the session is.
+func RunGuardWarm(ctx context.Context, conn *pgx.Conn) error {
+	_, err := conn.Exec(ctx, query("run_guard_warm"))
+	var pgErr *pgconn.PgError
+	if err != nil && !errors.As(err, &pgErr) {
+		return fmt.Errorf("prepare the session's run guard: %w", err)
+	}
+	return nil
+}
+
 // LeaderSession returns the backend pid of a session and whether the server is in recovery.
 func LeaderSession(ctx context.Context, q Querier) (pid int, inRecovery bool, err error) {
 	if err := q.QueryRow(ctx, query("leader_session")).Scan(&pid, &inRecovery); err != nil {

@@ -137,9 +137,7 @@ func (c shiftedClock) NewTimer(d time.Duration) agent.Timer { return agent.RealC
 // startOffsets runs `jobs` jobs spread over the databases, all due in the same minute, and
 // returns how late each started, in milliseconds.
 func startOffsets(ctx context.Context, cluster *pgtest.Cluster, dbs []string, jobs int) ([]float64, error) {
-	now := time.Now()
-	minute := now.Truncate(time.Minute).Add(30 * time.Minute).UTC()
-	offset := minute.Sub(now.Add(4 * time.Second)) // the minute comes 4 s after now
+	minute := time.Now().Truncate(time.Minute).Add(30 * time.Minute).UTC()
 	for i, db := range dbs {
 		conn, err := pgx.Connect(ctx, cluster.DSN(db))
 		if err != nil {
@@ -158,6 +156,9 @@ func startOffsets(ctx context.Context, cluster *pgtest.Cluster, dbs []string, jo
 			return nil, err
 		}
 	}
+	// The minute comes 4 s after the agent starts, however long creating the jobs took (each
+	// pgj_create_job resolves its call in a temporary view: a few ms).
+	offset := minute.Sub(time.Now().Add(4 * time.Second))
 	m := agent.NewMaster(agent.Options{Clock: shiftedClock{offset}, Location: time.UTC, Name: "agentbench"}, slog.New(slog.DiscardHandler))
 	var rows []agent.Database
 	for i, db := range dbs {
