@@ -2,9 +2,12 @@ package main
 
 import (
 	"fmt"
+	"strconv"
 	"strings"
 	"text/tabwriter"
 	"time"
+	"unicode"
+	"unicode/utf8"
 
 	"github.com/pgjobs/pgjobs/config"
 	"github.com/pgjobs/pgjobs/sqlschema"
@@ -58,7 +61,7 @@ Example:
 				if recurs == "" {
 					recurs = "-"
 				}
-				fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%s\t%s\t%s\n", j.Name, j.Function, starts, recurs,
+				fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%s\t%s\t%s\n", printable(j.Name), printable(j.Function), printable(starts), printable(recurs),
 					timeOrDash(j.NextRun), timeOrDash(j.LastRun), orDash(j.LastStatus))
 			}
 			return w.Flush()
@@ -78,4 +81,23 @@ func timeOrDash(t *time.Time) string {
 		return "-"
 	}
 	return t.Local().Format(fireTimeLayout)
+}
+
+// printable returns s with control characters, line separators and invalid UTF-8 written as Go
+// escapes (\n, \t, \x1b): names and calls are any role's text, and may not forge rows of the
+// listing or drive the terminal.
+func printable(s string) string {
+	var b strings.Builder
+	for i, r := range s {
+		switch {
+		case r == utf8.RuneError && !strings.HasPrefix(s[i:], "\uFFFD"):
+			fmt.Fprintf(&b, "\\x%02x", s[i])
+		case unicode.IsControl(r) || r == '\u2028' || r == '\u2029':
+			q := strconv.QuoteRune(r)
+			b.WriteString(q[1 : len(q)-1])
+		default:
+			b.WriteRune(r)
+		}
+	}
+	return b.String()
 }
