@@ -17,8 +17,9 @@ const standbyRecheck = 5 * time.Second
 // lead returns once this session holds the agent leader lock of the database, or ctx ends.
 //
 // The lock is an advisory lock, which any role can take: a session of a role that may not run the
-// agent (it may not update pgjobs.pgj_leader_) holding or waiting for it is ended, and logged as a
-// warning naming the role, before each try. A standby waits for the lock at most standbyRecheck at
+// agent (it may not update pgjobs.pgj_leader_) holding or waiting for it, or for a strong lock on
+// pgjobs' tables (see leader_intruders.sql), is ended, and logged as a warning naming the role,
+// before each try. A standby waits for the lock at most standbyRecheck at
 // a time, then looks again: a role that queued for the lock before it cannot lead when the leader
 // dies. The leader itself sends nothing while it leads.
 func (a *dbAgent) lead(ctx context.Context, conn *pgx.Conn) error {
