@@ -36,6 +36,11 @@ type Options struct {
 	RetryMin, RetryMax time.Duration
 	// Logger returns the logger of a database agent (by id and log level); nil discards logs.
 	Logger func(id, level int) *slog.Logger
+	// LeaderPing is how often a standby asks the active agent to answer, and LeaderTimeout how
+	// long the active agent may leave it unanswered before the standby takes the lead from it
+	// (ending its session); it must be several times 1 s, the leader's coalescing of pings. 0 means
+	// 2 s and 8 s: a hung leader is replaced within 12 s.
+	LeaderPing, LeaderTimeout time.Duration
 	// OnReload, when not nil, is called after each reload of a database agent's jobs on a change
 	// notification, with the database's id: a hook for tests.
 	OnReload func(id int)
@@ -59,6 +64,12 @@ func (o Options) withDefaults() Options {
 	}
 	if o.RetryMax <= 0 {
 		o.RetryMax = time.Minute
+	}
+	if o.LeaderPing <= 0 {
+		o.LeaderPing = 2 * time.Second
+	}
+	if o.LeaderTimeout <= 0 {
+		o.LeaderTimeout = 8 * time.Second
 	}
 	if o.Logger == nil {
 		o.Logger = func(int, int) *slog.Logger { return slog.New(slog.DiscardHandler) }

@@ -10,6 +10,8 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/jackc/pgx/v5/pgconn/ctxwatch"
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/pgjobs/pgjobs/agent/agentlog"
 	"github.com/pgjobs/pgjobs/sqlschema"
@@ -112,6 +114,12 @@ func (a *dbAgent) run(ctx context.Context) {
 		if ctx.Err() != nil {
 			break
 		}
+		if errors.Is(err, sqlschema.ErrLostLead) {
+			// Not an outage: this agent was stopped or hung long enough for a standby to take
+			// over. Its claims failed, so it fired nothing the new leader owns.
+			a.logf(agentlog.LevelEssential, statusWaiting, "lost the lead: another agent took over while this one did not answer; standing by")
+			continue
+		}
 		a.resetPools() // their sessions may be as dead as the leader's
 		if connected || outageSince.IsZero() {
 			if outageSince.IsZero() {
@@ -146,6 +154,11 @@ func (a *dbAgent) serve(ctx context.Context, onConnected func()) error {
 	if err != nil {
 		return err
 	}
+	// A wait for notifications that times out (a standby's pause) leaves the session as it was,
+	// rather than sending a cancel request that could hit its next statement.
+	cfg.BuildContextWatcherHandler = func(pc *pgconn.PgConn) ctxwatch.Handler {
+		return &pgconn.DeadlineContextWatcherHandler{Conn: pc.Conn()}
+	}
 	conn, err := pgx.ConnectConfig(ctx, cfg)
 	if err != nil {
 		return fmt.Errorf("connect: %w", err)
@@ -161,14 +174,12 @@ func (a *dbAgent) serve(ctx context.Context, onConnected func()) error {
 	if err := sqlschema.Check(ctx, conn); err != nil {
 		return err
 	}
-	if err := a.lead(ctx, conn); err != nil {
-		return err
-	}
-	epoch, err := sqlschema.LeaderEpoch(ctx, conn, a.opt.Name)
+	epoch, err := a.lead(ctx, conn)
 	if err != nil {
 		return err
 	}
-	if _, err := conn.Exec(ctx, "LISTEN pgjobs"); err != nil {
+	defer a.release(conn, epoch)
+	if _, err := conn.Exec(ctx, "UNLISTEN pgjobs_leader; LISTEN pgjobs; LISTEN pgjobs_ping"); err != nil {
 		return fmt.Errorf("listen for changes: %w", err)
 	}
 	records, err := a.recordsPool()
@@ -185,23 +196,33 @@ func (a *dbAgent) serve(ctx context.Context, onConnected func()) error {
 
 	listenCtx, stopListening := context.WithCancel(context.Background())
 	defer stopListening()
-	changes := make(chan struct{}, 1)
-	lost := make(chan error, 1)
+	term := term{epoch: epoch, changes: make(chan struct{}, 1), pings: make(chan struct{}, 1), lost: make(chan error, 1)}
 	listening := make(chan struct{})
 	go func() {
 		defer close(listening)
 		for {
-			if _, err := conn.WaitForNotification(listenCtx); err != nil {
-				lost <- err
+			n, err := conn.WaitForNotification(listenCtx)
+			if err != nil {
+				term.lost <- err
 				return
 			}
+			topic := term.changes
+			if n.Channel == "pgjobs_ping" {
+				topic = term.pings
+			}
 			select {
-			case changes <- struct{}{}:
-			default: // a reload is already due
+			case topic <- struct{}{}:
+			default: // already due
 			}
 		}
 	}()
-	err = a.loop(ctx, records, epoch, changes, lost)
+	err = a.loop(ctx, records, term)
+	if err != nil && ctx.Err() == nil && !errors.Is(err, sqlschema.ErrLostLead) {
+		// The session may have been ended by an agent that took the lead from this one.
+		if lease, lookErr := sqlschema.LeaderLook(ctx, records, false); lookErr == nil && lease.Epoch != epoch {
+			err = fmt.Errorf("%w: %v", sqlschema.ErrLostLead, err)
+		}
+	}
 	if ctx.Err() != nil {
 		a.runs.Wait() // a soft stop: hold the leader lock until the runs have ended
 	}
@@ -213,8 +234,32 @@ func (a *dbAgent) serve(ctx context.Context, onConnected func()) error {
 	return err
 }
 
-// loop plans and fires until the leader session is lost or ctx ends.
-func (a *dbAgent) loop(ctx context.Context, records *pgxpool.Pool, epoch int64, changes <-chan struct{}, lost <-chan error) error {
+// term is what a leadership term gives the loop: its epoch, and the notifications of the leader
+// session by topic.
+type term struct {
+	epoch   int64
+	changes chan struct{} // pgjobs: the jobs changed
+	pings   chan struct{} // pgjobs_ping: a standby asks whether the leader lives
+	lost    chan error    // the leader session ended
+}
+
+// release gives the lease of epoch up, if the session still holds it, so that a standby takes
+// over at once rather than when it finds the session gone.
+func (a *dbAgent) release(conn *pgx.Conn, epoch int64) {
+	if conn.IsClosed() {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), lockWait)
+	defer cancel()
+	if _, err := sqlschema.LeaderRelease(ctx, conn, epoch); err != nil {
+		a.logf(agentlog.LevelDebug, statusStopping, "could not give the lead up: %v; a standby takes over when the session ends", err)
+	}
+}
+
+// loop plans and fires until the leader session is lost, another agent takes the lead, or ctx
+// ends.
+func (a *dbAgent) loop(ctx context.Context, records *pgxpool.Pool, t term) error {
+	epoch := t.epoch
 	p := newPlanner(a.opt, a.log)
 	stored, err := sqlschema.JobLoad(ctx, records)
 	if err != nil {
@@ -248,6 +293,16 @@ func (a *dbAgent) loop(ctx context.Context, records *pgxpool.Pool, epoch int64, 
 		}
 		return nil
 	}
+	// Standbys ping the leader; it answers from this loop, so that a loop that hangs is replaced,
+	// at most once per wakeEvery however many pings any role sends.
+	var answered time.Time
+	var answerDue <-chan time.Time
+	answer := func() error {
+		answered = time.Now()
+		return sqlschema.LeaderAnswer(ctx, records, epoch)
+	}
+	var sleepLogged time.Time // the wake-up last logged: a ping or a change that moves none logs none
+	idleLogged := false
 	var warmed time.Time            // the fire whose sessions are open
 	claimed := map[int]claim{}      // fires claimed ahead, by job
 	var writePlans <-chan time.Time // when to record the plans changed by fires
@@ -288,18 +343,39 @@ func (a *dbAgent) loop(ctx context.Context, records *pgxpool.Pool, epoch int64, 
 			}
 			timer = a.opt.Clock.NewTimer(sleepUntil.Sub(a.opt.Clock.Now()))
 			wake = timer.C()
-			a.logf(agentlog.LevelDebug, statusSleeping, "sleeping until %s", sleepUntil.Format(time.RFC3339Nano))
-		} else {
+			if !sleepUntil.Equal(sleepLogged) {
+				a.logf(agentlog.LevelDebug, statusSleeping, "sleeping until %s", sleepUntil.Format(time.RFC3339Nano))
+				sleepLogged = sleepUntil
+			}
+		} else if !sleepLogged.IsZero() || !idleLogged {
 			a.logf(agentlog.LevelDebug, statusSleeping, "no job to fire; sleeping until a change")
+			sleepLogged, idleLogged = time.Time{}, true
 		}
 		select {
 		case <-ctx.Done():
 			stopTimer(timer)
 			return ctx.Err()
-		case err := <-lost:
+		case err := <-t.lost:
 			stopTimer(timer)
 			return fmt.Errorf("the database session ended: %w", err)
-		case <-changes:
+		case <-t.pings:
+			stopTimer(timer)
+			if wait := wakeEvery - time.Since(answered); wait > 0 {
+				if answerDue == nil {
+					answerDue = time.After(wait)
+				}
+				continue
+			}
+			if err := answer(); err != nil {
+				return err
+			}
+		case <-answerDue:
+			stopTimer(timer)
+			answerDue = nil
+			if err := answer(); err != nil {
+				return err
+			}
+		case <-t.changes:
 			stopTimer(timer)
 			if wait := reloadEvery - time.Since(reloaded); wait > 0 {
 				if reloadDue == nil {

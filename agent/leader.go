@@ -2,6 +2,7 @@ package agent
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"time"
 
@@ -10,48 +11,111 @@ import (
 	"github.com/pgjobs/pgjobs/sqlschema"
 )
 
-// standbyRecheck is how long a standby waits for the leader lock before it looks again at who
-// holds it: the lock_timeout of the agent's own sessions.
-const standbyRecheck = 5 * time.Second
+// lockWait is the lock_timeout of the agent's own sessions: no statement of theirs waits longer
+// for a lock a user transaction holds.
+const lockWait = 5 * time.Second
 
-// lead returns once this session holds the agent leader lock of the database, or ctx ends.
+// wakeEvery is how often, at most, a standby looks at the lease when woken by notifications, and
+// the leader answers pings: any role may send both.
+const wakeEvery = time.Second
+
+// lead returns once this session holds the leader lease of the database, with the lease's new
+// epoch, or ctx ends.
 //
-// The lock is an advisory lock, which any role can take: a session of a role that may not run the
-// agent (it may not update pgjobs.pgj_leader_) holding or waiting for it, or for a strong lock on
-// pgjobs' tables (see leader_intruders.sql), is ended, and logged as a warning naming the role,
-// before each try. A standby waits for the lock at most standbyRecheck at
-// a time, then looks again: a role that queued for the lock before it cannot lead when the leader
-// dies. The leader itself sends nothing while it leads.
-func (a *dbAgent) lead(ctx context.Context, conn *pgx.Conn) error {
+// The lease is a row only the agents' roles may write: no other role can take or hold it. It is
+// free when its leader session has ended or the leader gave it up (a soft stop, which wakes the
+// standbys on pgjobs_leader). A standby looks every LeaderPing and asks the leader to answer
+// (pgjobs_ping); a leader that leaves its pings unanswered for LeaderTimeout is hung (stopped,
+// deadlocked, a paused VM): the standby takes the lease with a new epoch, so the old leader's
+// claims fail, and ends its session. The leader sends nothing while no standby asks.
+//
+// Before it takes the lease, an agent ends the sessions of roles that may not run the agent and
+// that hold or queue for strong locks on pgjobs' tables (see leader_intruders.sql).
+func (a *dbAgent) lead(ctx context.Context, conn *pgx.Conn) (int64, error) {
+	if _, err := conn.Exec(ctx, "LISTEN pgjobs_leader"); err != nil {
+		return 0, fmt.Errorf("listen for the leader: %w", err)
+	}
 	standingBy := false
+	var waitingSince time.Time // server time of the oldest ping the current leader has not answered
+	var leaderEpoch int64      // the epoch waitingSince belongs to
 	for {
-		if err := a.endIntruders(ctx, conn); err != nil {
-			return err
-		}
-		got, err := sqlschema.LeaderTry(ctx, conn)
+		lease, err := sqlschema.LeaderLook(ctx, conn, standingBy)
 		if err != nil {
-			return err
+			return 0, err
 		}
-		if !got {
-			if !standingBy {
-				a.logf(agentlog.LevelEssential, statusWaiting, "another agent is active on this database; standing by to take over")
-				standingBy = true
-			}
-			if got, err = sqlschema.LeaderWait(ctx, conn); err != nil {
-				return err
-			}
+		if lease.Epoch != leaderEpoch || waitingSince.IsZero() || (lease.Answered != nil && !lease.Answered.Before(waitingSince)) {
+			leaderEpoch, waitingSince = lease.Epoch, lease.Now // this look's ping is the oldest unanswered
 		}
-		if got {
-			if standingBy {
-				a.logf(agentlog.LevelEssential, statusStarting, "taking over as the active agent")
+		hung := standingBy && lease.Alive && lease.Now.Sub(waitingSince) >= a.opt.LeaderTimeout
+		if !lease.Alive || hung {
+			epoch, taken, err := a.take(ctx, conn, lease, hung, standingBy)
+			if err != nil || taken {
+				return epoch, err
 			}
-			return nil
+			continue // another agent was first: look again
+		}
+		if !standingBy {
+			a.logf(agentlog.LevelEssential, statusWaiting, "another agent is active on this database (session %d); standing by to take over", *lease.PID)
+			standingBy = true
+			continue // ping it now
+		}
+		if err := a.standBy(ctx, conn); err != nil {
+			return 0, err
 		}
 	}
 }
 
-// endIntruders ends the sessions of roles that may not run the agent holding or waiting for the
-// leader lock.
+// take takes the lease seen in lease, free or held by a hung leader, and reports whether it did.
+func (a *dbAgent) take(ctx context.Context, conn *pgx.Conn, lease sqlschema.Lease, hung, standingBy bool) (int64, bool, error) {
+	if err := a.endIntruders(ctx, conn); err != nil {
+		return 0, false, err
+	}
+	epoch, old, ok, err := sqlschema.LeaderTake(ctx, conn, a.opt.Name, lease.Epoch)
+	if err != nil || !ok {
+		return 0, false, err
+	}
+	if hung {
+		a.logf(agentlog.LevelError, statusStarting, "warning: the active agent (session %d) left pings unanswered for %s: taking the lead from it", *lease.PID, a.opt.LeaderTimeout)
+		if ended, err := sqlschema.LeaderDepose(ctx, conn, old); err != nil {
+			a.logf(agentlog.LevelError, statusStarting, "warning: %v; its claims fail from now on all the same", err)
+		} else if ended {
+			a.logf(agentlog.LevelEssential, statusStarting, "ended the session %d of the replaced agent", *old.PID)
+		}
+	}
+	if standingBy {
+		a.logf(agentlog.LevelEssential, statusStarting, "taking over as the active agent")
+	}
+	return epoch, true, nil
+}
+
+// standBy waits LeaderPing, or less when woken on pgjobs_leader (not sooner than wakeEvery).
+func (a *dbAgent) standBy(ctx context.Context, conn *pgx.Conn) error {
+	looked := time.Now()
+	deadline := looked.Add(a.opt.LeaderPing)
+	for {
+		wait, cancel := context.WithDeadline(ctx, deadline)
+		_, err := conn.WaitForNotification(wait)
+		cancel()
+		switch {
+		case ctx.Err() != nil:
+			return ctx.Err()
+		case err == nil: // woken: the leader gave the lease up, or any role notified
+			if soonest := looked.Add(wakeEvery); soonest.Before(deadline) {
+				deadline = soonest
+			}
+			if !time.Now().Before(deadline) {
+				return nil
+			}
+		case errors.Is(err, context.DeadlineExceeded) || wait.Err() != nil:
+			return nil
+		default:
+			return fmt.Errorf("wait for the leader: %w", err)
+		}
+	}
+}
+
+// endIntruders ends the sessions of roles that may not run the agent holding or waiting for
+// strong locks on pgjobs' tables.
 func (a *dbAgent) endIntruders(ctx context.Context, conn *pgx.Conn) error {
 	found, err := sqlschema.LeaderEndIntruders(ctx, conn)
 	if err != nil {
@@ -59,9 +123,9 @@ func (a *dbAgent) endIntruders(ctx context.Context, conn *pgx.Conn) error {
 	}
 	for _, s := range found {
 		if s.Ended {
-			a.logf(agentlog.LevelError, statusWaiting, "warning: ended session %d of role %s: it held or waited for the agent leader lock or a lock on the agent's tables, which only the agent's roles may take", s.PID, s.Role)
+			a.logf(agentlog.LevelError, statusWaiting, "warning: ended session %d of role %s: it held or waited for a lock on the agent's tables, which only the agent's roles may take", s.PID, s.Role)
 		} else {
-			a.logf(agentlog.LevelError, statusWaiting, "warning: session %d of role %s holds or waits for the agent leader lock or a lock on the agent's tables and could not be ended within 5 s", s.PID, s.Role)
+			a.logf(agentlog.LevelError, statusWaiting, "warning: session %d of role %s holds or waits for a lock on the agent's tables and could not be ended within 5 s", s.PID, s.Role)
 		}
 	}
 	return nil

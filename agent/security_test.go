@@ -2,6 +2,7 @@ package agent_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 	"strings"
@@ -12,6 +13,7 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/pgjobs/pgjobs/agent"
 	"github.com/pgjobs/pgjobs/internal/fakeclock"
+	"github.com/pgjobs/pgjobs/sqlschema"
 )
 
 // The attacks of the security model (docs/security.md), each made by an ordinary LOGIN role.
@@ -122,16 +124,18 @@ func TestJobThatDropsItselfIsRecorded(t *testing.T) {
 	}
 }
 
-// TestIntruderOnTheLeaderLockIsEnded: alice takes the agent's leader lock before the agent starts;
-// the agent ends her session, says so, leads and fires.
-func TestIntruderOnTheLeaderLockIsEnded(t *testing.T) {
+// TestNoRoleCanHoldTheLead: before the agent starts, alice tries every way an ordinary role has
+// to take or hold the lead: writing or locking the lease, the advisory lock of schema version 2
+// held in a prepared transaction (which no session end releases), and a stream
+// of wake-ups and pings. The agent leads and fires all the same.
+func TestNoRoleCanHoldTheLead(t *testing.T) {
 	t.Parallel()
 	db := newTestDB(t)
 	alice := cluster.NewRole(t, "alice", db.name)
 	db.exec(t, "SELECT pgj_create_startup_job('Hello', 'note(''Hello'')')")
 	ctx := context.Background()
 	// Also a trap for the agent's own (superuser) session, in a schema of the database's
-	// search_path: an overload of the built-in function that fits the agent's call better.
+	// search_path: an overload of the built-in function the agent calls to end sessions.
 	db.exec(t, "GRANT CREATE ON SCHEMA public TO "+pgx.Identifier{alice}.Sanitize())
 	aliceConn := cluster.ConnectAs(t, db.name, alice)
 	if _, err := aliceConn.Exec(ctx, `CREATE FUNCTION public.pg_terminate_backend(pid int, timeout int) RETURNS boolean LANGUAGE plpgsql AS $$
@@ -141,39 +145,126 @@ func TestIntruderOnTheLeaderLockIsEnded(t *testing.T) {
 		END $$`); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := aliceConn.Exec(ctx, "SELECT pg_advisory_lock(hashtext('pgjobs agent leader')::bigint)"); err != nil {
+	for _, sql := range []string{
+		"UPDATE pgjobs.pgj_leader_ SET epoch = epoch + 1, pid = pg_backend_pid()",
+		"SELECT FROM pgjobs.pgj_leader_ FOR KEY SHARE",
+		"LOCK TABLE pgjobs.pgj_leader_ IN ACCESS SHARE MODE",
+		"DELETE FROM pgjobs.pgj_leader_",
+	} {
+		tx, err := aliceConn.Begin(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := tx.Exec(ctx, sql); err == nil {
+			t.Errorf("alice may run %s", sql)
+		}
+		if _, err := tx.Exec(ctx, "PREPARE TRANSACTION 'alice'"); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := db.conn.Exec(ctx, "ROLLBACK PREPARED 'alice'"); err == nil {
+			t.Errorf("a transaction of alice that ran %s could be prepared", sql)
+		}
+	}
+	// What alice can hold: the advisory lock version 2 led by, in a prepared transaction, and a
+	// stamp of hers on the agent's table of stamps.
+	prepared := cluster.ConnectAs(t, db.name, alice)
+	if _, err := prepared.Exec(ctx, "BEGIN; SELECT pg_advisory_xact_lock(hashtext('pgjobs agent leader')::bigint); INSERT INTO pgjobs.pgj_caller_ DEFAULT VALUES; PREPARE TRANSACTION 'alice held'"); err != nil {
 		t.Fatal(err)
 	}
-	// A second session of hers queues for the lock, to take it when the first is ended.
-	waiting := cluster.ConnectAs(t, db.name, alice)
-	queued := make(chan error, 1)
+	t.Cleanup(func() { db.conn.Exec(context.Background(), "ROLLBACK PREPARED 'alice held'") })
+	flooding, stopFlood := context.WithCancel(ctx)
+	defer stopFlood()
+	flooded := make(chan int, 1)
 	go func() {
-		_, err := waiting.Exec(ctx, "SELECT pg_advisory_lock(hashtext('pgjobs agent leader')::bigint)")
-		queued <- err
+		n := 0
+		for ; flooding.Err() == nil; n++ {
+			if _, err := aliceConn.Exec(flooding, "NOTIFY pgjobs_leader; NOTIFY pgjobs_ping"); err != nil {
+				break
+			}
+		}
+		flooded <- n
 	}()
-	if !eventually(t, 10*time.Second, "alice's second session to wait for the lock", func() bool {
-		var waiters int
-		err := db.conn.QueryRow(ctx, "SELECT count(*) FROM pg_locks WHERE locktype = 'advisory' AND NOT granted AND pid = $1", waiting.PgConn().PID()).Scan(&waiters)
-		return err == nil && waiters == 1
-	}) {
-		t.Fatal("alice's second session does not wait for the leader lock")
-	}
 	_, logs := startAgent(t, fakeclock.New(t0), db)
 	if got := db.waitRuns(t, 1); strings.Join(got, ";") != "Hello ok startup" {
 		t.Fatalf("runs = %v", got)
 	}
-	if err := aliceConn.Ping(ctx); err == nil {
-		t.Fatal("alice's session holding the leader lock still lives")
-	}
-	<-queued // ended while waiting, or right after it got the lock
-	if err := waiting.Ping(ctx); err == nil {
-		t.Fatal("alice's session waiting for the leader lock still lives")
+	stopFlood()
+	if n := <-flooded; n < 10 {
+		t.Fatalf("alice sent %d notifications; the test wants a flood", n)
 	}
 	if c := calls(t, db); strings.Contains(c, "escalated") {
 		t.Fatal("the agent called a function alice put in public, as the superuser")
 	}
-	if !strings.Contains(logs.String(), "of role "+alice+": it held or waited for the agent leader lock") {
-		t.Fatalf("no warning naming %s in the log:\n%s", alice, logs)
+	if strings.Contains(logs.String(), "standing by") {
+		t.Fatalf("the agent stood by for alice:\n%s", logs)
+	}
+}
+
+// TestHungLeaderIsReplaced: a leader that holds the lease on a live session but answers nothing
+// (here a bare session that took it, as a stopped agent would look) is replaced after
+// LeaderTimeout: the agent takes the lease with a new epoch, ends the old session, and fires; a
+// claim with the old epoch fails.
+func TestHungLeaderIsReplaced(t *testing.T) {
+	t.Parallel()
+	db := newTestDB(t)
+	db.exec(t, "SELECT pgj_create_startup_job('Hello', 'note(''Hello'')')")
+	ctx := context.Background()
+	hung := cluster.Connect(t, db.name)
+	lease, err := sqlschema.LeaderLook(ctx, hung, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	oldEpoch, _, ok, err := sqlschema.LeaderTake(ctx, hung, "hung agent", lease.Epoch)
+	if err != nil || !ok {
+		t.Fatalf("take the lease: %v %v", ok, err)
+	}
+	_, logs := startAgentWith(t, fakeclock.New(t0), func(o *agent.Options) {
+		o.LeaderPing, o.LeaderTimeout = 100*time.Millisecond, time.Second
+	}, db)
+	if got := db.waitRuns(t, 1); strings.Join(got, ";") != "Hello ok startup" {
+		t.Fatalf("runs = %v", got)
+	}
+	for _, want := range []string{"standing by to take over", "left pings unanswered for 1s: taking the lead from it", "ended the session"} {
+		if !strings.Contains(logs.String(), want) {
+			t.Fatalf("no %q in the log:\n%s", want, logs)
+		}
+	}
+	if err := hung.Ping(ctx); err == nil {
+		t.Fatal("the replaced leader's session still lives")
+	}
+	if _, err := sqlschema.FireClaim(ctx, db.conn, []int{1}, []time.Time{t0}, oldEpoch); !errors.Is(err, sqlschema.ErrLostLead) {
+		t.Fatalf("a claim with the replaced leader's epoch: %v, want ErrLostLead", err)
+	}
+}
+
+// TestLiveLeaderKeepsTheLead: a standby pings the leader for twice its LeaderTimeout; the leader
+// answers (at most once a second), and the standby never takes over.
+func TestLiveLeaderKeepsTheLead(t *testing.T) {
+	t.Parallel()
+	db := newTestDB(t)
+	fast := func(o *agent.Options) { o.LeaderPing, o.LeaderTimeout = 100*time.Millisecond, 2500*time.Millisecond }
+	_, firstLogs := startAgentWith(t, fakeclock.New(t0), fast, db)
+	if !eventually(t, 10*time.Second, "the first agent to lead", func() bool { return strings.Contains(firstLogs.String(), "active on") }) {
+		t.Fatal("the first agent does not lead")
+	}
+	_, secondLogs := startAgentWith(t, fakeclock.New(t0), fast, db)
+	ctx := context.Background()
+	var epoch int64
+	var answers []time.Time
+	if !eventually(t, 20*time.Second, "the leader to answer pings for twice the standby's timeout", func() bool {
+		var answered *time.Time
+		if err := db.conn.QueryRow(ctx, "SELECT epoch, answered FROM pgjobs.pgj_leader_").Scan(&epoch, &answered); err != nil {
+			t.Fatal(err)
+		}
+		if answered != nil && (len(answers) == 0 || answered.After(answers[len(answers)-1])) {
+			answers = append(answers, *answered)
+		}
+		return len(answers) > 1 && answers[len(answers)-1].Sub(answers[0]) > 5*time.Second
+	}) {
+		t.Fatalf("answers %v\nfirst:\n%s\nsecond:\n%s", answers, firstLogs, secondLogs)
+	}
+	if strings.Contains(secondLogs.String(), "taking") || epoch != 1 {
+		t.Fatalf("the standby took the lead from a live leader (epoch %d):\n%s", epoch, secondLogs)
 	}
 }
 
@@ -391,7 +482,7 @@ func TestQueuedLockOnTheAgentsTablesIsEnded(t *testing.T) {
 	if err := <-queued; err == nil {
 		t.Fatal("alice's CREATE RULE went through")
 	}
-	if !strings.Contains(logs.String(), "of role "+alice+": it held or waited for the agent leader lock or a lock on the agent's tables") {
+	if !strings.Contains(logs.String(), "of role "+alice+": it held or waited for a lock on the agent's tables") {
 		t.Fatalf("no warning naming %s in the log:\n%s", alice, logs)
 	}
 }

@@ -43,7 +43,7 @@ func (a *dbAgent) connConfig(user string) (*pgx.ConnConfig, error) {
 		cfg.RuntimeParams["search_path"] = "pg_catalog, pg_temp"
 		// The agent's own statements never wait long for a lock or run long: a user transaction
 		// cannot hold the agent up (what fails is retried, off the firing path).
-		cfg.RuntimeParams["lock_timeout"] = strconv.Itoa(int(standbyRecheck.Milliseconds()))
+		cfg.RuntimeParams["lock_timeout"] = strconv.Itoa(int(lockWait.Milliseconds()))
 		cfg.RuntimeParams["statement_timeout"] = strconv.Itoa(int(ownStatementTimeout.Milliseconds()))
 	}
 	cfg.DialFunc = (&net.Dialer{KeepAlive: 5 * time.Second, Timeout: 10 * time.Second}).DialContext

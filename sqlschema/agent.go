@@ -19,55 +19,6 @@ type Execer interface {
 	QueryRow(ctx context.Context, sql string, args ...any) pgx.Row
 }
 
-// LeaderTry takes the agent leader lock of the database for this session if it is free, and
-// reports whether it did.
-func LeaderTry(ctx context.Context, conn *pgx.Conn) (bool, error) {
-	var got bool
-	if err := conn.QueryRow(ctx, query("leader_try")).Scan(&got); err != nil {
-		return false, fmt.Errorf("try the leader lock: %w", err)
-	}
-	return got, nil
-}
-
-// LeaderWait waits for the agent leader lock of the database, as long as the session's
-// lock_timeout, and reports whether this session took it.
-func LeaderWait(ctx context.Context, conn *pgx.Conn) (bool, error) {
-	if _, err := conn.Exec(ctx, query("leader_lock")); err != nil {
-		var pgErr *pgconn.PgError
-		if errors.As(err, &pgErr) && pgErr.Code == "55P03" { // lock_not_available: lock_timeout passed
-			return false, nil
-		}
-		return false, fmt.Errorf("wait for the leader lock: %w", err)
-	}
-	return true, nil
-}
-
-// Intruder is a session of a role that may not run the agent, found holding or waiting for the
-// leader lock.
-type Intruder struct {
-	PID   int
-	Role  string
-	Ended bool // pg_terminate_backend ended it
-}
-
-// LeaderEndIntruders ends the sessions that hold or wait for the leader lock and whose role may
-// not run the agent (it may not update pgjobs.pgj_leader_), and returns them.
-func LeaderEndIntruders(ctx context.Context, q Execer) ([]Intruder, error) {
-	rows, err := q.Query(ctx, query("leader_intruders"))
-	if err != nil {
-		return nil, fmt.Errorf("end the sessions of other roles holding the leader lock: %w", err)
-	}
-	found, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (Intruder, error) {
-		var i Intruder
-		err := row.Scan(&i.PID, &i.Role, &i.Ended)
-		return i, err
-	})
-	if err != nil {
-		return nil, fmt.Errorf("end the sessions of other roles holding the leader lock: %w", err)
-	}
-	return found, nil
-}
-
 // RunGuardSQL is the statement sent on a run's session right before the call, in the same round
 // trip: with the owner's role OID ($1) and name ($2), it fails unless the session is of that role,
 // which still exists, may log in and has not expired.
@@ -83,14 +34,6 @@ func RunGuardWarm(ctx context.Context, conn *pgx.Conn) error {
 		return fmt.Errorf("prepare the session's run guard: %w", err)
 	}
 	return nil
-}
-
-// LeaderSession returns the backend pid of a session and whether the server is in recovery.
-func LeaderSession(ctx context.Context, q Querier) (pid int, inRecovery bool, err error) {
-	if err := q.QueryRow(ctx, query("leader_session")).Scan(&pid, &inRecovery); err != nil {
-		return 0, false, fmt.Errorf("read the session: %w", err)
-	}
-	return pid, inRecovery, nil
 }
 
 // StoredJob is a job as the agent loads it.
@@ -174,42 +117,6 @@ func SessionIdentity(ctx context.Context, q Querier) (pid int, start time.Time, 
 		return 0, time.Time{}, fmt.Errorf("read the session's identity: %w", err)
 	}
 	return pid, start, nil
-}
-
-// LeaderEpoch starts a new fencing epoch for the agent that has just taken the leader lock on
-// conn, and returns it.
-func LeaderEpoch(ctx context.Context, conn *pgx.Conn, agent string) (int64, error) {
-	var epoch int64
-	if err := conn.QueryRow(ctx, query("leader_epoch"), agent).Scan(&epoch); err != nil {
-		return 0, fmt.Errorf("start a leader epoch: %w", err)
-	}
-	return epoch, nil
-}
-
-// ClaimedFire is a fire an agent may run: its job, and the name of the job's owner now (nil when
-// the role was dropped).
-type ClaimedFire struct {
-	JobID int
-	Owner *string
-}
-
-// FireClaim claims fires (job ids and fire times) for the agent of leader epoch epoch, and
-// returns those it may run: none when another agent has taken the lead since, and none whose fire
-// another agent has claimed.
-func FireClaim(ctx context.Context, q Execer, ids []int, at []time.Time, epoch int64) ([]ClaimedFire, error) {
-	rows, err := q.Query(ctx, query("fire_claim"), ids, at, epoch)
-	if err != nil {
-		return nil, fmt.Errorf("claim fires: %w", err)
-	}
-	claimed, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (ClaimedFire, error) {
-		var c ClaimedFire
-		err := row.Scan(&c.JobID, &c.Owner)
-		return c, err
-	})
-	if err != nil {
-		return nil, fmt.Errorf("claim fires: %w", err)
-	}
-	return claimed, nil
 }
 
 // RunResult is how a run ended.

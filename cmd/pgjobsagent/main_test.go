@@ -317,3 +317,38 @@ func TestStandbyTakesOverWhenTheActiveAgentDies(t *testing.T) {
 		t.Fatalf("exit code %d", code)
 	}
 }
+
+// TestHungAgentIsReplaced: two agents on one database; the active one is stopped (SIGSTOP), its
+// session alive; the standby takes the lead within 15 s. Resumed (SIGCONT), the old agent finds it
+// lost the lead and stands by.
+func TestHungAgentIsReplaced(t *testing.T) {
+	t.Parallel()
+	_, conf := enabled(t, 1)
+	first := startAgent(t, conf)
+	waitFor(t, "the first agent to lead", func() bool { return containsLine(first.logLines(t, "7"), "active on") })
+	second := startAgent(t, conf)
+	waitFor(t, "the second agent to stand by", func() bool { return containsLine(second.logLines(t, "7"), "standing by to take over") })
+	if err := first.cmd.Process.Signal(syscall.SIGSTOP); err != nil {
+		t.Fatal(err)
+	}
+	stopped := time.Now()
+	waitFor(t, "the takeover", func() bool { return containsLine(second.logLines(t, "7"), "taking over as the active agent") })
+	if took := time.Since(stopped); took > 15*time.Second {
+		t.Fatalf("the takeover took %s, want at most 15 s", took)
+	}
+	if !containsLine(second.logLines(t, "7"), "left pings unanswered for 8s: taking the lead from it") {
+		t.Fatalf("no warning in the log:\n%s", strings.Join(second.logLines(t, "7"), "\n"))
+	}
+	if err := first.cmd.Process.Signal(syscall.SIGCONT); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "the old agent to stand by", func() bool {
+		lines := first.logLines(t, "7")
+		return containsLine(lines, "lost the lead") && strings.Count(strings.Join(lines, "\n"), "standing by to take over") == 1
+	})
+	for _, p := range []*agentProcess{first, second} {
+		if code := p.stop(t, syscall.SIGTERM); code != 0 {
+			t.Fatalf("exit code %d", code)
+		}
+	}
+}

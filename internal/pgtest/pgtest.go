@@ -309,6 +309,7 @@ func (c *Cluster) StartServer(ctx context.Context) error {
 		"-c", "synchronous_commit=off",
 		"-c", "full_page_writes=off",
 		"-c", "max_connections=500",
+		"-c", "max_prepared_transactions=10", // so tests can try what a role could do with them
 		"-c", "log_min_messages=warning",
 	)
 	cmd.Stdout, cmd.Stderr = logFile, logFile

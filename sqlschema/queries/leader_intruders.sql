@@ -1,21 +1,16 @@
 -- Ends the sessions other than this one whose role may not run the agent (it may not update
--- pgjobs.pgj_leader_: superusers and roles a DBA granted it to may) and that hold or wait for
---   * the agent leader lock (see leader_lock.sql), which any role could take, or
---   * a lock on a pgjobs table stronger than the views and the caller stamps need: PostgreSQL takes
---     some locks before it checks privileges (CREATE RULE ... TO pgjobs.pgj_fire_ waits for an
---     ACCESS EXCLUSIVE lock), and every statement of the agent would queue behind it.
+-- pgjobs.pgj_leader_: superusers and roles a DBA granted it to may) and that hold or wait for a
+-- lock on a pgjobs table stronger than the views and the caller stamps need: PostgreSQL takes some
+-- locks before it checks privileges (CREATE RULE ... TO pgjobs.pgj_fire_ waits for an ACCESS
+-- EXCLUSIVE lock), and every statement of the agent would queue behind it.
 -- Returns each session's pid, role and whether it was ended (within 5 s).
 WITH locking AS (
     SELECT DISTINCT l.pid FROM pg_locks l
     WHERE l.pid <> pg_backend_pid()
       AND l.database = (SELECT oid FROM pg_database WHERE datname = current_database())
-      AND ((l.locktype = 'advisory'
-            AND l.classid::bigint = ((hashtext('pgjobs agent leader')::bigint >> 32) & 4294967295)
-            AND l.objid::bigint = (hashtext('pgjobs agent leader')::bigint & 4294967295)
-            AND l.objsubid = 1)
-        OR (l.locktype = 'relation'
-            AND l.mode NOT IN ('AccessShareLock', 'RowExclusiveLock')
-            AND l.relation IN (SELECT c.oid FROM pg_class c WHERE c.relnamespace = 'pgjobs'::regnamespace)))
+      AND l.locktype = 'relation'
+      AND l.mode NOT IN ('AccessShareLock', 'RowExclusiveLock')
+      AND l.relation IN (SELECT c.oid FROM pg_class c WHERE c.relnamespace = 'pgjobs'::regnamespace)
 )
 SELECT a.pid, a.usename::text, pg_terminate_backend(a.pid, 5000)
 FROM locking

@@ -1,0 +1,167 @@
+package sqlschema
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+)
+
+// The leader lease: the row of pgjobs.pgj_leader_, which only the agents' roles may write. The
+// agent holding it is the active one of the database; its epoch fences the fires it claims.
+
+// ErrLostLead means another agent has taken the leader lease since this one took it.
+var ErrLostLead = errors.New("another agent has taken the lead of the database")
+
+// LeaderSession returns the backend pid of a session and whether the server is in recovery.
+func LeaderSession(ctx context.Context, q Querier) (pid int, inRecovery bool, err error) {
+	if err := q.QueryRow(ctx, query("leader_session")).Scan(&pid, &inRecovery); err != nil {
+		return 0, false, fmt.Errorf("read the session: %w", err)
+	}
+	return pid, inRecovery, nil
+}
+
+// Lease is the leader lease as one look sees it.
+type Lease struct {
+	Epoch    int64
+	PID      *int       // the leader's session; nil when no agent leads
+	Alive    bool       // that session is connected to the database
+	Answered *time.Time // when the leader last answered a ping
+	Now      time.Time  // the server's clock at the look (before the ping it sent, if any)
+}
+
+// LeaderLook reads the leader lease and, when ping, asks the leader to answer (pgjobs_ping).
+func LeaderLook(ctx context.Context, q Querier, ping bool) (Lease, error) {
+	var l Lease
+	var pings int
+	if err := q.QueryRow(ctx, query("leader_look"), ping).Scan(&l.Epoch, &l.PID, &l.Alive, &l.Answered, &l.Now, &pings); err != nil {
+		return Lease{}, fmt.Errorf("look at the leader lease: %w", err)
+	}
+	return l, nil
+}
+
+// Deposed is the session of a leader replaced by LeaderTake.
+type Deposed struct {
+	PID   *int
+	Start *time.Time
+}
+
+// LeaderTake takes the leader lease for this session as agent, if its epoch is still seen (the
+// epoch of the caller's last look), and returns the new epoch and the session of the leader it
+// replaces. ok is false when another agent took it first.
+func LeaderTake(ctx context.Context, q Querier, agent string, seen int64) (epoch int64, old Deposed, ok bool, err error) {
+	err = q.QueryRow(ctx, query("leader_take"), agent, seen).Scan(&epoch, &old.PID, &old.Start)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return 0, Deposed{}, false, nil
+	}
+	if err != nil {
+		return 0, Deposed{}, false, fmt.Errorf("take the leader lease: %w", err)
+	}
+	return epoch, old, true, nil
+}
+
+// LeaderDepose ends the session of a replaced leader if it is still connected, and reports
+// whether it did.
+func LeaderDepose(ctx context.Context, q Querier, old Deposed) (bool, error) {
+	var ended bool
+	if old.PID == nil {
+		return false, nil
+	}
+	if err := q.QueryRow(ctx, query("leader_depose"), *old.PID, old.Start).Scan(&ended); err != nil {
+		return false, fmt.Errorf("end the session %d of the replaced leader: %w", *old.PID, err)
+	}
+	return ended, nil
+}
+
+// LeaderAnswer answers the standbys' pings for the leader of epoch; ErrLostLead when another
+// agent has taken the lease.
+func LeaderAnswer(ctx context.Context, q Querier, epoch int64) error {
+	var e int64
+	err := q.QueryRow(ctx, query("leader_answer"), epoch).Scan(&e)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return ErrLostLead
+	}
+	if err != nil {
+		return fmt.Errorf("answer the standby agents: %w", err)
+	}
+	return nil
+}
+
+// LeaderRelease gives the lease of epoch up and wakes the standbys; it reports whether the lease
+// was still this epoch's.
+func LeaderRelease(ctx context.Context, q Querier, epoch int64) (bool, error) {
+	var released, woken int
+	if err := q.QueryRow(ctx, query("leader_release"), epoch).Scan(&released, &woken); err != nil {
+		return false, fmt.Errorf("release the leader lease: %w", err)
+	}
+	return released == 1, nil
+}
+
+// Intruder is a session of a role that may not run the agent, found holding or waiting for a
+// strong lock on pgjobs' tables.
+type Intruder struct {
+	PID   int
+	Role  string
+	Ended bool // pg_terminate_backend ended it
+}
+
+// LeaderEndIntruders ends the sessions that hold or wait for a strong lock on pgjobs' tables and
+// whose role may not run the agent (it may not update pgjobs.pgj_leader_), and returns them.
+func LeaderEndIntruders(ctx context.Context, q Execer) ([]Intruder, error) {
+	rows, err := q.Query(ctx, query("leader_intruders"))
+	if err != nil {
+		return nil, fmt.Errorf("end the sessions of other roles locking the agent's tables: %w", err)
+	}
+	found, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (Intruder, error) {
+		var i Intruder
+		err := row.Scan(&i.PID, &i.Role, &i.Ended)
+		return i, err
+	})
+	if err != nil {
+		return nil, fmt.Errorf("end the sessions of other roles locking the agent's tables: %w", err)
+	}
+	return found, nil
+}
+
+// ClaimedFire is a fire an agent may run: its job, and the name of the job's owner now (nil when
+// the role was dropped).
+type ClaimedFire struct {
+	JobID int
+	Owner *string
+}
+
+// FireClaim claims fires (job ids and fire times) for the agent of leader epoch epoch, and
+// returns those it may run, none whose fire another agent has claimed. It fails with ErrLostLead
+// when another agent has taken the lead since.
+func FireClaim(ctx context.Context, q Execer, ids []int, at []time.Time, epoch int64) ([]ClaimedFire, error) {
+	rows, err := q.Query(ctx, query("fire_claim"), ids, at, epoch)
+	if err != nil {
+		return nil, fmt.Errorf("claim fires: %w", err)
+	}
+	defer rows.Close()
+	var ours *bool
+	var claimed []ClaimedFire
+	for rows.Next() {
+		var lead *bool
+		var c ClaimedFire
+		var id *int
+		if err := rows.Scan(&lead, &id, &c.Owner); err != nil {
+			return nil, fmt.Errorf("claim fires: %w", err)
+		}
+		if lead != nil {
+			ours = lead
+			continue
+		}
+		c.JobID = *id
+		claimed = append(claimed, c)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("claim fires: %w", err)
+	}
+	if ours == nil || !*ours {
+		return nil, ErrLostLead
+	}
+	return claimed, nil
+}
