@@ -42,7 +42,7 @@ const reloadEvery = time.Second
 // pruneEvery is how often, at most, the agent deletes the runs older than the retention setting.
 const pruneEvery = time.Hour
 
-// dbAgent serves one database: it holds the leader lock, plans the jobs and fires them.
+// dbAgent serves one database: it holds the leader lease, plans the jobs and fires them.
 type dbAgent struct {
 	db  Database
 	opt Options
@@ -145,7 +145,7 @@ func (a *dbAgent) run(ctx context.Context) {
 	}
 }
 
-// serve runs one leader session: connect, take the leader lock, then plan and fire until the
+// serve runs one leader session: connect, take the leader lease, then plan and fire until the
 // session fails or ctx ends. onConnected is called once the agent is the active one. On a soft
 // stop the leader session stays until the runs have ended, so no other agent takes over while
 // they go on.
@@ -224,7 +224,7 @@ func (a *dbAgent) serve(ctx context.Context, onConnected func()) error {
 		}
 	}
 	if ctx.Err() != nil {
-		a.runs.Wait() // a soft stop: hold the leader lock until the runs have ended
+		a.runs.Wait() // a soft stop: hold the leader lease until the runs have ended
 	}
 	stopListening()
 	<-listening // the connection is the listener's until it returns

@@ -41,7 +41,7 @@ func NewMaster(opt Options, log *slog.Logger) *Master {
 // Apply makes the running database agents those of dbs: it starts the added ones, stops the
 // removed ones (their runs finish) and replaces those whose connection changed. A change of log
 // level alone is applied in place. Apply does not wait for runs: a replaced agent drains while its
-// successor waits for the leader lock, which the old one holds until its runs have ended.
+// successor waits for the leader lease, which the old one holds until its runs have ended.
 func (m *Master) Apply(dbs []Database) {
 	m.mu.Lock()
 	defer m.mu.Unlock()

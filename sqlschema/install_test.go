@@ -6,6 +6,7 @@ import (
 	"os/exec"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/pgjobs/pgjobs/sqlschema"
@@ -151,5 +152,38 @@ func TestVersionCheckAndUpgrade(t *testing.T) {
 	other := cluster.Connect(t, cluster.NewDatabase(t))
 	if err := sqlschema.Check(ctx, other); !errors.Is(err, sqlschema.ErrNotEnabled) {
 		t.Fatalf("Check without schema: %v", err)
+	}
+}
+
+// TestUpgradeFromVersion2: the lease of version 3 starts free with the epoch version 2 had, so
+// that the claims of an agent of version 2 still running fail once an agent of version 3 leads;
+// jobs are kept.
+func TestUpgradeFromVersion2(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	db := cluster.NewDatabase(t)
+	conn := cluster.Connect(t, db)
+	if err := sqlschema.InstallVersion(ctx, conn, 2); err != nil {
+		t.Fatal(err)
+	}
+	mustExec(t, conn, `CREATE FUNCTION off_line() RETURNS void LANGUAGE sql AS '';
+		SELECT pgjobs.pgj_create_startup_job('Kept', 'off_line()');
+		UPDATE pgjobs.pgj_leader_ SET epoch = 41, agent = 'old agent', since = now()`)
+	if from, to, err := sqlschema.Upgrade(ctx, conn); err != nil || from != 2 || to != sqlschema.Latest() {
+		t.Fatalf("Upgrade = %d, %d, %v", from, to, err)
+	}
+	lease, err := sqlschema.LeaderLook(ctx, conn, false)
+	if err != nil || lease.Epoch != 41 || lease.PID != nil || lease.Alive {
+		t.Fatalf("lease after the upgrade = %+v, %v; want epoch 41, free", lease, err)
+	}
+	epoch, _, ok, err := sqlschema.LeaderTake(ctx, conn, "new agent", 41)
+	if err != nil || !ok || epoch != 42 {
+		t.Fatalf("LeaderTake = %d %v %v", epoch, ok, err)
+	}
+	if _, err := sqlschema.FireClaim(ctx, conn, []int{1}, []time.Time{time.Now()}, 41); !errors.Is(err, sqlschema.ErrLostLead) {
+		t.Fatalf("claim of the old epoch: %v, want ErrLostLead", err)
+	}
+	if got := queryString(t, conn, "SELECT function FROM pgjobs.pgj_jobs WHERE name = 'Kept'"); got != "public.off_line()" {
+		t.Fatalf("job after the upgrade: %q", got)
 	}
 }
