@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"os"
 	"strconv"
 
 	"github.com/pgjobs/pgjobs/config"
@@ -38,6 +37,7 @@ func targetFlags(withUser bool) []cli.Flag {
 // command fills in what every command shares.
 func command(c *cli.Command) *cli.Command {
 	c.OnUsageError = onUsageError
+	c.Before = checkConfigFlags
 	return c
 }
 
@@ -99,8 +99,8 @@ Example:
 transaction, then writes system=VERSION. If a database cannot be upgraded, the version is not written.
 
 Example:
-   pgjobs updatesystem -v 1.00`,
-			Flags:  []cli.Flag{&cli.StringFlag{Name: "v", Usage: "system `VERSION`, such as 1.00"}, configFlag()},
+   pgjobs updatesystem -v 3.00`,
+			Flags:  []cli.Flag{&cli.StringFlag{Name: "v", Usage: "system `VERSION`: the version of this pgjobs (pgjobs viewsystem after an upgrade prints it)"}, configFlag()},
 			Action: updateSystem,
 		}),
 		command(&cli.Command{
@@ -129,11 +129,6 @@ Example:
 			Action: updateDB,
 		}),
 	}
-}
-
-// configPath returns the configuration file to use: --config, else $PGJOBS_CONF, else the default.
-func configPath(c *cli.Context) string {
-	return config.ResolvePath(c.String("config"), os.Getenv)
 }
 
 // target reads -h, -p and -d.
@@ -166,7 +161,7 @@ func enableDB(c *cli.Context) error {
 	var added config.Database
 	var commit func() error
 	var rollback func()
-	_, err = config.Update(configPath(c), func(f *config.File) error {
+	_, err = updateConfig(c, func(f *config.File) error {
 		if existing, ok := f.Database(d.Host, d.Port, d.Name); ok {
 			return fmt.Errorf("database %s is already enabled (row %d of %s): disable it first with pgjobs disabledb -d %s", d.Target(), existing.ID, f.Path(), d.Name)
 		}
@@ -196,7 +191,7 @@ func enableDB(c *cli.Context) error {
 	}
 	if err := commit(); err != nil {
 		// The file has the row but the schema is not there: take the row back out.
-		_, undoErr := config.Update(configPath(c), func(f *config.File) error { return f.RemoveDatabase(added.ID) })
+		_, undoErr := updateConfig(c, func(f *config.File) error { return f.RemoveDatabase(added.ID) })
 		return fmt.Errorf("enabledb: install the schema in %s: %w", d.Target(), errors.Join(err, undoErr))
 	}
 	fmt.Fprintf(c.App.Writer, "enabled pgjobs in %s as agent %d\n%s\n", added.Target(), added.ID, added.Line())
@@ -212,7 +207,7 @@ func disableDB(c *cli.Context) error {
 	var removed config.Database
 	var commit func() error
 	var rollback func()
-	_, err = config.Update(configPath(c), func(f *config.File) error {
+	_, err = updateConfig(c, func(f *config.File) error {
 		var err error
 		if removed, err = findRow(f, t); err != nil {
 			return err
@@ -237,7 +232,7 @@ func disableDB(c *cli.Context) error {
 		return fmt.Errorf("disabledb: %w", err)
 	}
 	if err := commit(); err != nil {
-		_, undoErr := config.Update(configPath(c), func(f *config.File) error {
+		_, undoErr := updateConfig(c, func(f *config.File) error {
 			_, err := f.AddDatabase(removed)
 			return err
 		})
@@ -275,17 +270,6 @@ func inTransaction(ctx context.Context, d config.Database, work func(context.Con
 
 // systemVersion is the system version a new configuration file records: the schema version.
 func systemVersion() string { return fmt.Sprintf("%d.00", sqlschema.Latest()) }
-
-func loadConfig(c *cli.Context) (*config.File, error) {
-	if c.NArg() > 0 {
-		return nil, usagef("%s takes no arguments (got %q); see pgjobs %s --help", c.Command.Name, c.Args().First(), c.Command.Name)
-	}
-	f, err := config.Load(configPath(c))
-	if errors.Is(err, os.ErrNotExist) {
-		return nil, fmt.Errorf("no configuration file %s: enable a database with pgjobs enabledb, or name the file with --config", configPath(c))
-	}
-	return f, err
-}
 
 func viewSystem(c *cli.Context) error {
 	f, err := loadConfig(c)
@@ -325,7 +309,10 @@ func viewDB(c *cli.Context) error {
 func updateSystem(c *cli.Context) error {
 	version := c.String("v")
 	if version == "" {
-		return usagef("updatesystem needs -v VERSION")
+		return usagef("updatesystem needs -v VERSION: the version of this pgjobs, %s", systemVersion())
+	}
+	if version != systemVersion() {
+		return usagef("-v %q: this pgjobs brings the schema to system version %s and records only that: pgjobs updatesystem -v %[2]s", version, systemVersion())
 	}
 	f, err := loadConfig(c)
 	if err != nil {
@@ -343,7 +330,7 @@ func updateSystem(c *cli.Context) error {
 	if len(failed) > 0 {
 		return fmt.Errorf("updatesystem: system version not changed: %w", errors.Join(failed...))
 	}
-	if _, err := config.Update(configPath(c), func(f *config.File) error { return f.SetSystem(version) }); err != nil {
+	if _, err := updateConfig(c, func(f *config.File) error { return f.SetSystem(version) }); err != nil {
 		return fmt.Errorf("updatesystem: %w", err)
 	}
 	fmt.Fprintf(c.App.Writer, "system=%s\n", version)
@@ -367,7 +354,7 @@ func updateMaster(c *cli.Context) error {
 	if level == nil {
 		return usagef("updatemaster needs -l LOGLEVEL")
 	}
-	f, err := config.Update(configPath(c), func(f *config.File) error { return f.SetMaster(*level) })
+	f, err := updateConfig(c, func(f *config.File) error { return f.SetMaster(*level) })
 	if err != nil {
 		return fmt.Errorf("updatemaster: %w", err)
 	}
@@ -400,7 +387,7 @@ func updateDB(c *cli.Context) error {
 		return usagef("-pp %q is not a port number", c.String("pp"))
 	}
 	var updated config.Database
-	_, err = config.Update(configPath(c), func(f *config.File) error {
+	_, err = updateConfig(c, func(f *config.File) error {
 		old, err := findRow(f, t)
 		if err != nil {
 			return err

@@ -19,6 +19,10 @@ const (
 // usageError is an error in how pgjobs was called: an unknown flag, a missing or malformed argument.
 type usageError struct{ err error }
 
+// usageKey is where, in the application's Metadata, the usage line of the command being run is
+// kept, for run to print it after a usage error.
+const usageKey = "usage"
+
 func (e usageError) Error() string { return e.err.Error() }
 func (e usageError) Unwrap() error { return e.err }
 
@@ -31,8 +35,15 @@ func run(args []string, stdout, stderr io.Writer) int {
 	if err == nil {
 		return exitOK
 	}
+	if topic, ok := strings.CutPrefix(err.Error(), "No help topic for "); ok { // urfave/cli's help command
+		err = usagef("no command %s; pgjobs help lists them", topic)
+		app.Metadata[usageKey] = "pgjobs help [COMMAND]"
+	}
 	fmt.Fprintf(stderr, "pgjobs: %s\n", oneLine(err))
 	if errors.As(err, new(usageError)) {
+		if usage, ok := app.Metadata[usageKey].(string); ok && usage != "" {
+			fmt.Fprintf(stderr, "usage: %s\n", usage)
+		}
 		return exitUsage
 	}
 	return exitError
@@ -40,17 +51,22 @@ func run(args []string, stdout, stderr io.Writer) int {
 
 func newApp(stdout, stderr io.Writer) *cli.App {
 	return &cli.App{
-		Name:    "pgjobs",
-		Usage:   "administer pgjobs, the PostgreSQL job scheduler",
-		Version: fmt.Sprintf("%s (commit %s, built %s)", version, commit, date),
-		Writer:  stdout,
+		Name:  "pgjobs",
+		Usage: "administer pgjobs, the PostgreSQL job scheduler",
+		UsageText: `pgjobs [--config FILE] COMMAND [OPTIONS]
+pgjobs help [COMMAND]`,
+		Description: `The options name the database as psql does: -h HOST, -p PORT, -d DATABASE, -u USER (psql's -U).
+Help is --help or pgjobs help COMMAND, never -h, which is the host. --config FILE may come before
+or after the command.`,
+		Metadata: map[string]any{usageKey: "pgjobs [--config FILE] COMMAND [OPTIONS]"},
+		Version:  fmt.Sprintf("%s (commit %s, built %s)", version, commit, date),
+		Writer:   stdout,
 		// ErrWriter gets what urfave/cli prints on its own; run prints the errors.
-		ErrWriter:       stderr,
-		HideHelpCommand: true,
-		OnUsageError:    onUsageError,
-		ExitErrHandler:  func(*cli.Context, error) {}, // run maps errors to exit codes, never os.Exit here
-		Flags:           []cli.Flag{configFlag()},
-		Commands:        append(adminCommands(), jobsCommand(), nextCommand()),
+		ErrWriter:      stderr,
+		OnUsageError:   onUsageError,
+		ExitErrHandler: func(*cli.Context, error) {}, // run maps errors to exit codes, never os.Exit here
+		Flags:          []cli.Flag{configFlag()},
+		Commands:       append(adminCommands(), jobsCommand(), nextCommand()),
 		Action: func(c *cli.Context) error {
 			if c.NArg() > 0 {
 				return usagef("unknown command %q; see pgjobs --help", c.Args().First())
@@ -65,7 +81,20 @@ func newApp(stdout, stderr io.Writer) *cli.App {
 
 // onUsageError turns urfave/cli's flag errors into usage errors instead of printing the help.
 func onUsageError(c *cli.Context, err error, _ bool) error {
+	noteUsage(c)
 	return usagef("%w; see %s --help", err, c.Command.HelpName)
+}
+
+// noteUsage records the usage line of the command being run, for run to print after a usage
+// error.
+func noteUsage(c *cli.Context) {
+	if c.Command != nil && c.Command.Name != "" {
+		usage := c.Command.UsageText
+		if usage == "" {
+			usage = strings.TrimSpace(c.Command.HelpName + " [OPTIONS] " + c.Command.ArgsUsage)
+		}
+		c.App.Metadata[usageKey] = usage
+	}
 }
 
 // oneLine folds an error onto one line.

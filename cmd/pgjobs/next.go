@@ -16,7 +16,7 @@ func nextCommand() *cli.Command {
 	return &cli.Command{
 		Name:      "next",
 		Usage:     "print the next fire times of a schedule",
-		ArgsUsage: "SCHEDULE",
+		UsageText: "pgjobs next [--tz ZONE] [--from TIME] [--start TIME] [--count N] SCHEDULE",
 		Description: `Prints the next N fire times of SCHEDULE strictly after --from, one per line, in RFC 3339
 with the zone's offset. A schedule that never fires again prints nothing. An interval schedule
 counts from --start, the agent's start.
@@ -32,6 +32,7 @@ Examples:
 			&cli.IntFlag{Name: "count", Value: 1, Usage: "how many fire times to print, `N` >= 1"},
 		},
 		OnUsageError: onUsageError,
+		Before:       checkConfigFlags,
 		Action:       runNext,
 	}
 }

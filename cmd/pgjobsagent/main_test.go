@@ -265,12 +265,18 @@ func TestUsage(t *testing.T) {
 	t.Parallel()
 	cmd := exec.Command(binary, "--bogus")
 	out, _ := cmd.CombinedOutput()
-	if cmd.ProcessState.ExitCode() != 2 || !strings.Contains(string(out), "flag provided but not defined: -bogus") {
+	if cmd.ProcessState.ExitCode() != 2 || string(out) != "pgjobsagent: flag provided but not defined: -bogus\nusage: "+usageLine+"\n" {
 		t.Fatalf("exit %d: %s", cmd.ProcessState.ExitCode(), out)
 	}
 	out, err := exec.Command(binary, "--help").CombinedOutput()
 	if err != nil || !strings.Contains(string(out), "Example:") {
 		t.Fatalf("--help: %v %s", err, out)
+	}
+	// The usage line lists every option --help lists.
+	for _, option := range regexp.MustCompile(`(?m)^   (--[a-z-]+)`).FindAllStringSubmatch(string(out), -1) {
+		if !strings.Contains(usageLine, "["+option[1]) {
+			t.Errorf("the usage line lacks %s: %s", option[1], usageLine)
+		}
 	}
 }
 

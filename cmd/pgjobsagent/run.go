@@ -41,11 +41,14 @@ func (e usageError) Error() string { return e.err.Error() }
 
 // run runs pgjobsagent with args and returns the exit code. ready, if not nil, receives the
 // master agent once it runs (for tests).
+// usageLine lists every option of pgjobsagent.
+const usageLine = "pgjobsagent [--config FILE] [--log-dir DIR] [--foreground] [--pidfile FILE] [--grace DURATION] [--check-config] [--help] [--version]"
+
 func run(args []string, stdout, stderr io.Writer, ready chan<- *agent.Master) int {
 	app := &cli.App{
 		Name:      "pgjobsagent",
 		Usage:     "run the pgjobs jobs of every configured database",
-		UsageText: "pgjobsagent [--config FILE] [--log-dir DIR] [--foreground] [--pidfile FILE] [--check-config]",
+		UsageText: usageLine,
 		Description: `Runs one database agent per database of the configuration file. Each sleeps until its nearest job
 fires, runs it on a session of the job's owner and records it in pgjobs.pgj_run_.
 
@@ -68,7 +71,7 @@ Example:
 			&cli.BoolFlag{Name: "foreground", Usage: "also write the log lines to standard error"},
 			&cli.StringFlag{Name: "pidfile", Usage: "write the process id to `FILE` while running and hold a lock (flock) on it: a second agent with the same FILE refuses to start, a stale FILE is taken over; FILE must be a regular file, not a symbolic link"},
 			&cli.BoolFlag{Name: "check-config", Usage: "check the configuration file and every database it names, print the problems and exit"},
-			&cli.DurationFlag{Name: "grace", Value: 30 * time.Second, Usage: "how long a soft stop waits for runs in flight"},
+			&cli.DurationFlag{Name: "grace", Value: 30 * time.Second, Usage: "how long a soft stop waits for runs in flight, a `DURATION` such as 30s or 2m"},
 		},
 		Action: func(c *cli.Context) error {
 			if c.NArg() > 0 {
@@ -87,6 +90,7 @@ Example:
 	}
 	fmt.Fprintf(stderr, "pgjobsagent: %s\n", strings.Join(strings.Fields(err.Error()), " "))
 	if errors.As(err, new(usageError)) {
+		fmt.Fprintf(stderr, "usage: %s\n", usageLine)
 		return exitUsage
 	}
 	return exitError
