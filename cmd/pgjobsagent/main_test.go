@@ -181,6 +181,12 @@ func TestLogsAtEachLevel(t *testing.T) {
 			if code := p.stop(t, syscall.SIGTERM); code != 0 {
 				t.Fatalf("exit code %d after SIGTERM; stderr %s", code, p.stderr)
 			}
+			// Whatever the level, one line on standard error at the start and one at the stop.
+			wantStderr := fmt.Sprintf("pgjobsagent: started, pid %d: configuration %s, logs in %s at master log level %d, serving 1 database: 7 %s:%d/%s\npgjobsagent: stopped on terminated\n",
+				p.cmd.Process.Pid, conf, p.logDir, tt.level, cluster.Host(), cluster.Port(), db)
+			if got := p.stderr.String(); got != wantStderr {
+				t.Errorf("standard error:\n%s\nwant:\n%s", got, wantStderr)
+			}
 			dbLog, master := p.logLines(t, "7"), p.logLines(t, "master")
 			for _, l := range append(append([]string{}, dbLog...), master...) {
 				if l != "" && !logLine.MatchString(l) {

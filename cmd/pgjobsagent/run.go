@@ -183,6 +183,10 @@ func serve(c *cli.Context, path string, stderr io.Writer, ready chan<- *agent.Ma
 			"id", d.ID, "target", d.Target(), "user", d.ResolvedUser(), "loglevel", int(d.LogLevel))
 	}
 	master.Apply(agentDatabases(f))
+	// One line on standard error whatever the log level, so whoever starts the agent sees that it runs
+	// and where it logs.
+	fmt.Fprintf(stderr, "pgjobsagent: started, pid %d: configuration %s, logs in %s at master log level %d, %s\n",
+		os.Getpid(), path, logs.dir, int(f.Master()), servedList(f))
 	if ready != nil {
 		ready <- master
 	}
@@ -232,6 +236,7 @@ func serve(c *cli.Context, path string, stderr io.Writer, ready chan<- *agent.Ma
 					}
 				}
 				masterLog.Log(c.Context, agentlog.LevelEssential, "pgjobsagent stopped", "status", "stopped")
+				fmt.Fprintf(stderr, "pgjobsagent: stopped on %s\n", sig)
 				return nil
 			}
 		case <-poll.C:
@@ -241,6 +246,23 @@ func serve(c *cli.Context, path string, stderr io.Writer, ready chan<- *agent.Ma
 			}
 		}
 	}
+}
+
+// servedList names the databases of the configuration for the start line.
+func servedList(f *config.File) string {
+	dbs := f.Databases()
+	if len(dbs) == 0 {
+		return "no database to serve (add one with pgjobs enabledb)"
+	}
+	names := make([]string, len(dbs))
+	for i, d := range dbs {
+		names[i] = fmt.Sprintf("%d %s", d.ID, d.Target())
+	}
+	noun := "databases"
+	if len(dbs) == 1 {
+		noun = "database"
+	}
+	return fmt.Sprintf("serving %d %s: %s", len(dbs), noun, strings.Join(names, ", "))
 }
 
 // agentDatabases turns the configuration's rows into the agent's.
