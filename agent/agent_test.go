@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -30,7 +31,7 @@ const jobFunctions = `
 CREATE TABLE calls (job text, at timestamptz DEFAULT clock_timestamp());
 GRANT ALL ON calls TO PUBLIC;
 CREATE FUNCTION note(job text) RETURNS void LANGUAGE sql AS $$ INSERT INTO calls (job) VALUES (job) $$;
-CREATE FUNCTION fail() RETURNS void LANGUAGE plpgsql AS $$ BEGIN RAISE EXCEPTION 'failing on purpose' USING ERRCODE = 'P0042'; END $$;
+CREATE FUNCTION fail() RETURNS void LANGUAGE plpgsql AS $$ BEGIN RAISE EXCEPTION 'failing on purpose' USING ERRCODE = 'P0042', DETAIL = 'the detail', HINT = 'the hint'; END $$;
 CREATE FUNCTION slow(job text, seconds float) RETURNS void LANGUAGE sql AS $$ SELECT pg_sleep(seconds); INSERT INTO calls (job) VALUES (job) $$;
 `
 
@@ -238,12 +239,17 @@ func TestFailuresAreRecordedWithSQLState(t *testing.T) {
 	if got := db.waitRuns(t, 1); strings.Join(got, ";") != "Broken error 10:01 P0042" {
 		t.Fatalf("runs = %v", got)
 	}
-	var message, status string
-	if err := db.conn.QueryRow(context.Background(), "SELECT runmessage, (SELECT last_status FROM pgj_jobs) FROM pgjobs.pgj_run_").Scan(&message, &status); err != nil {
+	// pgj_runs keeps what PostgreSQL reported, and the run's duration.
+	var sqlstate, message, detail, hint, where, status string
+	var duration time.Duration
+	if err := db.conn.QueryRow(context.Background(), `SELECT sqlstate, message, detail, hint, context, duration,
+		(SELECT last_status FROM pgj_jobs) FROM pgj_runs`).Scan(&sqlstate, &message, &detail, &hint, &where, &duration, &status); err != nil {
 		t.Fatal(err)
 	}
-	if message != "failing on purpose" || status != "error" {
-		t.Fatalf("message %q, last status %q", message, status)
+	got := []string{sqlstate, message, detail, hint, where, status}
+	want := []string{"P0042", "failing on purpose", "the detail", "the hint", "PL/pgSQL function fail() line 1 at RAISE", "error"}
+	if !slices.Equal(got, want) || duration < 0 {
+		t.Fatalf("run = %q, duration %s; want %q, a duration", got, duration, want)
 	}
 }
 

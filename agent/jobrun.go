@@ -68,8 +68,8 @@ func (a *dbAgent) execute(j *job, scheduled *time.Time) {
 	defer long.Stop()
 	var result sqlschema.RunResult
 	var conn *pgxpool.Conn
-	if why := refusal(j); why != "" {
-		result = sqlschema.RunResult{Finished: a.opt.Clock.Now(), Status: "error", SQLState: "42501", Message: why}
+	if why, hint := refusal(j); why != "" {
+		result = sqlschema.RunResult{Finished: a.opt.Clock.Now(), Status: "error", SQLState: "42501", Message: why, Hint: hint}
 	} else if conn, err = a.acquire(j.owner); err != nil {
 		result = a.failure(j, err)
 	} else {
@@ -104,7 +104,11 @@ func (a *dbAgent) logResult(j *job, result sqlschema.RunResult) {
 	case "ok":
 		a.logf(agentlog.LevelInfo, statusFiring, "job %s done", j.name)
 	default:
-		a.logf(agentlog.LevelEssential, statusFiring, "job %s %s: %s", j.name, map[string]string{"error": "failed", "cancelled": "cancelled"}[result.Status], result.Message)
+		msg := result.Message
+		if result.Hint != "" {
+			msg += " (hint: " + result.Hint + ")"
+		}
+		a.logf(agentlog.LevelEssential, statusFiring, "job %s %s: %s", j.name, map[string]string{"error": "failed", "cancelled": "cancelled"}[result.Status], msg)
 	}
 }
 
@@ -178,46 +182,50 @@ func (a *dbAgent) runCall(conn *pgxpool.Conn, j *job) error {
 	return first
 }
 
-// refusal returns why a job must not run at all, or "" when it may: its owner was dropped, or its
-// call is one of schema version 1 that could not be resolved again.
-func refusal(j *job) string {
+// refusal returns why a job must not run at all, and how to set it right, or "" when it may: its
+// owner was dropped, or its call is one of schema version 1 that could not be resolved again.
+func refusal(j *job) (why, hint string) {
 	switch {
 	case j.ownerGone:
-		return fmt.Sprintf("the job's owner %s (role OID %d) was dropped: the job does not run", j.owner, j.ownerID)
+		return fmt.Sprintf("the job's owner %s (role OID %d) was dropped: the job does not run", j.owner, j.ownerID),
+			fmt.Sprintf("a superuser may drop the job: SELECT pgjobs.pgj_drop_job(%s)", sqlLiteral(j.name))
 	case !j.resolved:
-		return fmt.Sprintf("the job's call %s was stored by an older pgjobs and could not be resolved for its owner %s: set it again with pgj_update_job", j.call, j.owner)
+		return fmt.Sprintf("the job's call %s was stored by an older pgjobs and could not be resolved for its owner %s: the job does not run", j.call, j.owner),
+			fmt.Sprintf("its owner %s sets the call again: SELECT pgjobs.pgj_update_job(%s, NULL, %s, NULL)", j.owner, sqlLiteral(j.name), sqlLiteral(j.call))
 	}
-	return ""
+	return "", ""
 }
 
-// failure describes a run that failed with err.
+// sqlLiteral quotes s as an SQL string literal (standard_conforming_strings on).
+func sqlLiteral(s string) string { return "'" + strings.ReplaceAll(s, "'", "''") + "'" }
+
+// failure describes a run that failed with err: PostgreSQL's message, SQLSTATE, DETAIL, HINT and
+// CONTEXT, or, when the run could not start, why and how to set it right.
 func (a *dbAgent) failure(j *job, err error) sqlschema.RunResult {
 	result := sqlschema.RunResult{Finished: a.opt.Clock.Now(), Status: "error", Message: err.Error()}
 	var pgErr *pgconn.PgError
+	isPg := errors.As(err, &pgErr)
+	if isPg {
+		result.SQLState, result.Detail, result.Hint, result.Context = pgErr.Code, pgErr.Detail, pgErr.Hint, pgErr.Where
+	}
 	var connectErr *pgconn.ConnectError
 	switch {
 	case a.runCtx.Err() != nil:
-		result.Status, result.Message = "cancelled", "cancelled: the agent stopped before the run finished"
-		if errors.As(err, &pgErr) {
-			result.SQLState = pgErr.Code
-		}
+		result.Message = "cancelled: the agent stopped before the run finished"
+		result.Status = "cancelled"
 	case errors.As(err, &connectErr):
-		isPg := errors.As(err, &pgErr)
-		if isPg {
-			result.SQLState = pgErr.Code
-		}
 		if isPg && strings.Contains(pgErr.Message, "not permitted to log in") {
-			result.Message = fmt.Sprintf("the job's owner %s may no longer log in (%s): the job does not run; ALTER ROLE %s LOGIN lets it run again", j.owner, pgErr.Message, pgx.Identifier{j.owner}.Sanitize())
+			result.Message = fmt.Sprintf("the job's owner %s may no longer log in: the job does not run", j.owner)
+			result.Hint = fmt.Sprintf("ALTER ROLE %s LOGIN lets it run again", pgx.Identifier{j.owner}.Sanitize())
 		} else {
-			result.Message = fmt.Sprintf("cannot connect as role %s to run the job: %v; let the agent's OS user authenticate as %s: a pg_hba.conf rule for it, or a ~/.pgpass line for it", j.owner, err, j.owner)
+			result.Message = fmt.Sprintf("cannot connect as role %s to run the job: %v", j.owner, err)
+			result.Hint = fmt.Sprintf("let the agent's OS user authenticate as %s: a pg_hba.conf rule for it, or a ~/.pgpass line for it", j.owner)
 		}
-	case errors.As(err, &pgErr):
-		result.SQLState, result.Message = pgErr.Code, pgErr.Message
-		if pgErr.Detail != "" {
-			result.Message += " (" + pgErr.Detail + ")"
-		}
+	case isPg:
+		result.Message = pgErr.Message
 	}
 	result.Message = clip(result.Message, maxMessage)
+	result.Detail, result.Hint, result.Context = clip(result.Detail, maxMessage), clip(result.Hint, maxMessage), clip(result.Context, maxMessage)
 	return result
 }
 

@@ -341,8 +341,9 @@ func TestJobsOutliveNoRole(t *testing.T) {
 	frank := cluster.NewRole(t, "frank", db.name)
 	for _, role := range []string{carol, dave, erin, frank} {
 		if _, err := cluster.ConnectAs(t, db.name, role).Exec(ctx, fmt.Sprintf(`SELECT pgj_create_schedule('%[1]s', 'D 01'),
-			pgj_create_schedule('%[1]s2', 'D 02'), pgj_create_job('%[1]s', 'note(''%[1]s'')', null, '%[1]s'),
-			pgj_add_job_schedule('%[1]s', '%[1]s2')`, role)); err != nil {
+			pgj_create_schedule('%[1]s2', 'D 02'), pgj_create_schedule('%[1]s3', 'D 03'),
+			pgj_create_job('%[1]s', 'note(''%[1]s'')', null, '%[1]s'),
+			pgj_add_job_schedule('%[1]s', '%[1]s2'), pgj_add_job_schedule('%[1]s', '%[1]s3')`, role)); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -379,6 +380,29 @@ func TestJobsOutliveNoRole(t *testing.T) {
 	}
 	if c := calls(t, db); strings.Count(c, ",") != 4 || !strings.HasSuffix(c, ","+frank) {
 		t.Fatalf("calls = %q, want the four of 10:01 and %s's of 10:02", c, frank)
+	}
+	// Each refusal names its fix in pgj_runs.hint; following it, as a superuser, lets the job run
+	// (dave, erin) or drops it (carol's, whose role is gone).
+	rows, _ = db.conn.Query(ctx, `SELECT hint FROM pgj_runs WHERE scheduled = $1 AND status = 'error' ORDER BY job`, t0.Add(2*time.Minute))
+	hints, err := pgx.CollectRows(rows, pgx.RowTo[string])
+	if err != nil || len(hints) != 3 {
+		t.Fatalf("hints of the refused runs: %q, %v", hints, err)
+	}
+	for _, hint := range hints {
+		fix, ok := strings.CutSuffix(hint, " lets it run again")
+		if !ok {
+			_, fix, ok = strings.Cut(hint, "may drop the job: ")
+		}
+		if !ok {
+			t.Fatalf("hint %q names no statement", hint)
+		}
+		db.exec(t, fix)
+	}
+	fireAt(t, db, clock, t0.Add(3*time.Minute), 11)
+	rows, _ = db.conn.Query(ctx, `SELECT job || ' ' || status FROM pgj_runs WHERE scheduled = $1 ORDER BY job`, t0.Add(3*time.Minute))
+	got, err = pgx.CollectRows(rows, pgx.RowTo[string])
+	if want := []string{dave + " ok", erin + " ok", frank + " ok"}; err != nil || !slices.Equal(got, want) {
+		t.Fatalf("runs at 10:03 after following the hints = %q (%v), want %q", got, err, want)
 	}
 }
 

@@ -132,7 +132,7 @@ func (a *dbAgent) newPool(user string, size int) (*pgxpool.Pool, error) {
 func (a *dbAgent) warm(jobs []*job) {
 	need := map[string]int{}
 	for _, j := range jobs {
-		if refusal(j) != "" {
+		if why, _ := refusal(j); why != "" {
 			continue // it opens no session
 		}
 		need[j.owner] = min(need[j.owner]+1, a.opt.MaxRuns)

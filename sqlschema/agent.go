@@ -91,7 +91,8 @@ func RunStart(ctx context.Context, q Execer, r Run) (int64, error) {
 // RunInsert records a whole run, started and ended, in one statement.
 func RunInsert(ctx context.Context, q Execer, r Run, result RunResult) error {
 	if _, err := q.Exec(ctx, query("run_insert"), r.JobID, r.JobName, r.Owner, r.Scheduled, r.Agent, r.Session, r.SessionStart, r.Started,
-		result.Finished, result.Status, nullIfEmpty(result.SQLState), nullIfEmpty(result.Message), r.OwnerID); err != nil {
+		result.Finished, result.Status, nullIfEmpty(result.SQLState), nullIfEmpty(result.Message), r.OwnerID,
+		nullIfEmpty(result.Detail), nullIfEmpty(result.Hint), nullIfEmpty(result.Context)); err != nil {
 		return fmt.Errorf("record the run of job %s: %w", r.JobName, err)
 	}
 	return nil
@@ -125,13 +126,17 @@ type RunResult struct {
 	Status   string // ok, error or cancelled
 	SQLState string // "" when none
 	Message  string // "" when none
+	Detail   string // what PostgreSQL reported with the error, "" when none
+	Hint     string // the error's hint, or the agent's when it refused the run
+	Context  string // where the error happened (PL/pgSQL's CONTEXT)
 }
 
 // RunFinish records how a run ended. It reports false when the run was no longer "running":
 // another agent marked it abandoned meanwhile.
 func RunFinish(ctx context.Context, q Execer, runID int64, r RunResult) (bool, error) {
 	var n int
-	if err := q.QueryRow(ctx, query("run_finish"), runID, r.Finished, r.Status, nullIfEmpty(r.SQLState), nullIfEmpty(r.Message)).Scan(&n); err != nil {
+	if err := q.QueryRow(ctx, query("run_finish"), runID, r.Finished, r.Status, nullIfEmpty(r.SQLState), nullIfEmpty(r.Message),
+		nullIfEmpty(r.Detail), nullIfEmpty(r.Hint), nullIfEmpty(r.Context)).Scan(&n); err != nil {
 		return false, fmt.Errorf("record the end of run %d: %w", runID, err)
 	}
 	return n == 1, nil

@@ -1,7 +1,8 @@
--- Records how run $1 ended: at $2 with status $3, SQLSTATE $4 and message $5; and the job's last
--- run. Returns nothing when another agent has marked the run abandoned meanwhile.
+-- Records how run $1 ended: at $2 with status $3, SQLSTATE $4, message $5, detail $6, hint $7 and
+-- context $8; and the job's last run. Returns nothing when another agent has marked the run abandoned meanwhile.
 WITH run AS (
-    UPDATE pgjobs.pgj_run_ SET runfinished = $2, runstatus = $3, runsqlstate = $4, runmessage = $5
+    UPDATE pgjobs.pgj_run_ SET runfinished = $2, runstatus = $3, runsqlstate = $4, runmessage = $5,
+        rundetail = $6, runhint = $7, runcontext = $8
     WHERE runid = $1 AND runstatus = 'running'
     RETURNING runjobid, runstarted, runstatus
 ), job AS (
