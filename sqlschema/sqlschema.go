@@ -19,6 +19,7 @@ import (
 	"strings"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
 )
 
 //go:embed sql/*.sql queries/*.sql
@@ -117,6 +118,10 @@ func Installed(ctx context.Context, q Querier) (int, error) {
 	}
 	var v int
 	if err := q.QueryRow(ctx, query("version_get")).Scan(&v); err != nil {
+		var pgErr *pgconn.PgError
+		if errors.As(err, &pgErr) && pgErr.Code == "42501" { // insufficient_privilege: before version 3
+			return 0, fmt.Errorf("read the pgjobs schema version: %w; the schema is older than version 3, whose version only a superuser may read: a superuser upgrades it with pgjobs updatesystem", err)
+		}
 		return 0, fmt.Errorf("read the pgjobs schema version: %w", err)
 	}
 	return v, nil

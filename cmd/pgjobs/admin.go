@@ -175,7 +175,7 @@ func enableDB(c *cli.Context) error {
 			return err
 		}
 		// Install in a transaction that commits only once the file is written.
-		commit, rollback, err = inTransaction(ctx, added, func(ctx context.Context, tx sqlschema.Beginner) error {
+		commit, rollback, err = inTransaction(ctx, "enabledb", added, func(ctx context.Context, tx sqlschema.Beginner) error {
 			return sqlschema.Install(ctx, tx)
 		})
 		if errors.Is(err, sqlschema.ErrAlreadyEnabled) {
@@ -215,7 +215,7 @@ func disableDB(c *cli.Context) error {
 		if err := f.RemoveDatabase(removed.ID); err != nil {
 			return err
 		}
-		commit, rollback, err = inTransaction(ctx, removed, func(ctx context.Context, tx sqlschema.Beginner) error {
+		commit, rollback, err = inTransaction(ctx, "disabledb", removed, func(ctx context.Context, tx sqlschema.Beginner) error {
 			err := sqlschema.Uninstall(ctx, tx)
 			if errors.Is(err, sqlschema.ErrNotEnabled) {
 				fmt.Fprintf(c.App.ErrWriter, "pgjobs: %s had no pgjobs schema; removing its configuration row\n", removed.Target())
@@ -242,11 +242,15 @@ func disableDB(c *cli.Context) error {
 	return nil
 }
 
-// inTransaction connects to a database, begins a transaction and runs work in it. It returns
+// inTransaction connects to a database, checks that the role is a superuser, begins a transaction and runs work in it. It returns
 // functions that commit or roll back and close the connection; on error it has done that already.
-func inTransaction(ctx context.Context, d config.Database, work func(context.Context, sqlschema.Beginner) error) (commit func() error, rollback func(), err error) {
+func inTransaction(ctx context.Context, command string, d config.Database, work func(context.Context, sqlschema.Beginner) error) (commit func() error, rollback func(), err error) {
 	conn, err := connect(ctx, d)
 	if err != nil {
+		return nil, nil, err
+	}
+	if err := requireSuperuser(ctx, conn, command, d); err != nil {
+		conn.Close(ctx)
 		return nil, nil, err
 	}
 	tx, err := conn.Begin(ctx)
@@ -343,6 +347,9 @@ func upgrade(ctx context.Context, d config.Database) (from, to int, err error) {
 		return 0, 0, err
 	}
 	defer conn.Close(ctx)
+	if err := requireSuperuser(ctx, conn, "updatesystem", d); err != nil {
+		return 0, 0, err
+	}
 	return sqlschema.Upgrade(ctx, conn)
 }
 

@@ -22,3 +22,17 @@ func connect(ctx context.Context, d config.Database) (*pgx.Conn, error) {
 	}
 	return conn, nil
 }
+
+// requireSuperuser fails, saying so in one line, unless the session's role is a superuser: what
+// enabledb, disabledb and updatesystem do to a database needs one.
+func requireSuperuser(ctx context.Context, conn *pgx.Conn, command string, d config.Database) error {
+	var role string
+	var super bool
+	if err := conn.QueryRow(ctx, "SELECT current_user::text, rolsuper FROM pg_catalog.pg_roles WHERE rolname = current_user").Scan(&role, &super); err != nil {
+		return fmt.Errorf("%s: read the role of the session: %w", d.Target(), err)
+	}
+	if !super {
+		return fmt.Errorf("%s needs a superuser, and %s connects as %s, which is not one: name a superuser with -u (for the agent's row too), or ask one to run it", command, d.Target(), role)
+	}
+	return nil
+}
