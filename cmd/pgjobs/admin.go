@@ -20,13 +20,13 @@ func configFlag() cli.Flag {
 
 func targetFlags(withUser bool) []cli.Flag {
 	flags := []cli.Flag{
-		&cli.StringFlag{Name: "h", Usage: "database server `HOST`: a name, an address, a unix-socket directory or a list host1,host2 (default: localhost)"},
-		&cli.StringFlag{Name: "p", Usage: "database server `PORT` (default: 5432)"},
-		&cli.StringFlag{Name: "d", Usage: "`DATABASE` name (required)"},
+		&cli.StringFlag{Name: "h", Usage: "database server `HOST`: a name, an address, a unix-socket directory or a list host1,host2 (default: PGHOST, else libpq's: a unix socket, else localhost)"},
+		&cli.StringFlag{Name: "p", Usage: "database server `PORT` (default: PGPORT, else 5432)"},
+		&cli.StringFlag{Name: "d", Usage: "`DATABASE` name (default: PGDATABASE; required)"},
 	}
 	if withUser {
 		flags = append(flags,
-			&cli.StringFlag{Name: "u", Usage: "`USER` the agent connects as (default: postgres)"},
+			&cli.StringFlag{Name: "u", Usage: "`USER` the agent connects as (default: PGUSER, else postgres)"},
 			&cli.StringFlag{Name: "n", Usage: "`NOTIFICATION` (a placeholder: not interpreted in this release)"},
 			&cli.StringFlag{Name: "r", Usage: "`RECIPIENT` (a placeholder: not interpreted in this release)"},
 		)
@@ -48,8 +48,9 @@ func adminCommands() []*cli.Command {
 			Usage:     "install the pgjobs schema in a database and add it to the agent's configuration",
 			UsageText: "pgjobs enabledb [-h HOST] [-p PORT] -d DATABASE [-u USER] [-n NOTIFICATION] [-r RECIPIENT]",
 			Description: `Fails, changing nothing, when the database is already enabled (its pgjobs schema or its
-configuration row exists). Connects as USER (default postgres), who must be able to create a schema
-and alter the database; passwords come from PGPASSWORD or ~/.pgpass.
+configuration row exists). Connects as USER (default: PGUSER, else postgres), who must be a superuser; passwords come from
+PGPASSWORD, ~/.pgpass or a service file. The row records the host and port it connected to: the
+options, else PGHOST and PGPORT (or PGSERVICE), else libpq's defaults (a unix socket folder).
 
 Example:
    pgjobs enabledb -d sales -u postgres`,
@@ -131,32 +132,12 @@ Example:
 	}
 }
 
-// target reads -h, -p and -d.
-func target(c *cli.Context) (config.Database, error) {
-	if c.NArg() > 0 {
-		return config.Database{}, usagef("%s takes no arguments (got %q); see pgjobs %s --help", c.Command.Name, c.Args().First(), c.Command.Name)
-	}
-	if c.String("d") == "" {
-		return config.Database{}, usagef("%s needs -d DATABASE", c.Command.Name)
-	}
-	return config.Database{Host: c.String("h"), Port: c.String("p"), Name: c.String("d")}, nil
-}
-
-// findRow returns the configuration row of a target.
-func findRow(f *config.File, t config.Database) (config.Database, error) {
-	d, ok := f.Database(t.Host, t.Port, t.Name)
-	if !ok {
-		return config.Database{}, fmt.Errorf("database %s is not in %s: enable it with pgjobs enabledb -d %s", t.Target(), f.Path(), t.Name)
-	}
-	return d, nil
-}
-
 func enableDB(c *cli.Context) error {
-	d, err := target(c)
+	d, _, err := target(c)
 	if err != nil {
 		return err
 	}
-	d.User, d.Notification, d.Recipient = c.String("u"), c.String("n"), c.String("r")
+	d.User, d.Notification, d.Recipient = targetUser(c), c.String("n"), c.String("r")
 	ctx := c.Context
 	var added config.Database
 	var commit func() error
@@ -199,7 +180,7 @@ func enableDB(c *cli.Context) error {
 }
 
 func disableDB(c *cli.Context) error {
-	t, err := target(c)
+	t, chosen, err := target(c)
 	if err != nil {
 		return err
 	}
@@ -209,7 +190,7 @@ func disableDB(c *cli.Context) error {
 	var rollback func()
 	_, err = updateConfig(c, func(f *config.File) error {
 		var err error
-		if removed, err = findRow(f, t); err != nil {
+		if removed, err = findRow(f, t, chosen); err != nil {
 			return err
 		}
 		if err := f.RemoveDatabase(removed.ID); err != nil {
@@ -294,7 +275,7 @@ func viewMaster(c *cli.Context) error {
 }
 
 func viewDB(c *cli.Context) error {
-	t, err := target(c)
+	t, chosen, err := target(c)
 	if err != nil {
 		return err
 	}
@@ -302,7 +283,7 @@ func viewDB(c *cli.Context) error {
 	if err != nil {
 		return err
 	}
-	d, err := findRow(f, t)
+	d, err := findRow(f, t, chosen)
 	if err != nil {
 		return err
 	}
@@ -382,7 +363,7 @@ func logLevelFlag(c *cli.Context) (*config.LogLevel, error) {
 }
 
 func updateDB(c *cli.Context) error {
-	t, err := target(c)
+	t, chosen, err := target(c)
 	if err != nil {
 		return err
 	}
@@ -395,7 +376,7 @@ func updateDB(c *cli.Context) error {
 	}
 	var updated config.Database
 	_, err = updateConfig(c, func(f *config.File) error {
-		old, err := findRow(f, t)
+		old, err := findRow(f, t, chosen)
 		if err != nil {
 			return err
 		}

@@ -93,8 +93,8 @@ func TestAdminCommands(t *testing.T) {
 		{"updatemaster out of range", "updatemaster", []string{"-l", "9"}, result{"", "pgjobs: -l \"9\": loglevel \"9\" is out of range 0..5\nusage: pgjobs updatemaster -l LOGLEVEL\n", 2}},
 		{"updatedb level", "updatedb", append(append([]string{}, env.host...), "-d", db, "-l", "2", "-n", "mail"),
 			result{strings.Replace(strings.Replace(row, "|0|", "|2|", 1), "|none|none", "|mail|none", 1) + "\n", "", 0}},
-		{"viewdb unknown", "viewdb", []string{"-d", "nope"}, result{"", "pgjobs: database localhost:5432/nope is not in " + env.conf + ": enable it with pgjobs enabledb -d nope\n", 1}},
-		{"viewdb without -d", "viewdb", nil, result{"", "pgjobs: viewdb needs -d DATABASE\nusage: pgjobs viewdb [-h HOST] [-p PORT] -d DATABASE\n", 2}},
+		{"viewdb unknown", "viewdb", []string{"-h", "localhost", "-d", "nope"}, result{"", "pgjobs: database localhost:5432/nope is not in " + env.conf + ": enable it with pgjobs enabledb -d nope\n", 1}},
+		{"viewdb without -d", "viewdb", nil, result{"", "pgjobs: viewdb needs -d DATABASE (or PGDATABASE)\nusage: pgjobs viewdb [-h HOST] [-p PORT] -d DATABASE\n", 2}},
 		{"updatesystem", "updatesystem", []string{"-v", systemVersion()}, result{fmt.Sprintf("%s: schema version %d -> %[2]d\nsystem=%s\n", target, sqlschema.Latest(), systemVersion()), "", 0}},
 		{"updatesystem unknown version", "updatesystem", []string{"-v", "1.01"}, result{"", fmt.Sprintf("pgjobs: -v \"1.01\": this pgjobs brings the schema to system version %s and records only that: pgjobs updatesystem -v %[1]s\nusage: pgjobs updatesystem -v VERSION\n", systemVersion()), 2}},
 		{"updatesystem without -v", "updatesystem", nil, result{"", fmt.Sprintf("pgjobs: updatesystem needs -v VERSION: the version of this pgjobs, %s\nusage: pgjobs updatesystem -v VERSION\n", systemVersion()), 2}},
@@ -160,7 +160,7 @@ func TestEnableDBChangesNothingOnFailure(t *testing.T) {
 	}
 
 	usage := env.run(t, "enabledb")
-	if usage != (result{"", "pgjobs: enabledb needs -d DATABASE\nusage: pgjobs enabledb [-h HOST] [-p PORT] -d DATABASE [-u USER] [-n NOTIFICATION] [-r RECIPIENT]\n", 2}) {
+	if usage != (result{"", "pgjobs: enabledb needs -d DATABASE (or PGDATABASE)\nusage: pgjobs enabledb [-h HOST] [-p PORT] -d DATABASE [-u USER] [-n NOTIFICATION] [-r RECIPIENT]\n", 2}) {
 		t.Fatalf("enabledb without -d: %#v", usage)
 	}
 }

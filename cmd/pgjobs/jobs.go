@@ -19,24 +19,24 @@ func jobsCommand() *cli.Command {
 		Name:      "jobs",
 		Usage:     "list a database's jobs with their schedules, next and last runs",
 		UsageText: "pgjobs jobs [-h HOST] [-p PORT] -d DATABASE [-u USER]",
-		Description: `Connects as USER (default: the user of the database's configuration row, else postgres) and
-lists the jobs that role may see.
+		Description: `Connects as USER (default: PGUSER, else the user of the database's configuration row, else
+postgres) and lists the jobs that role may see: any role that may connect can use it.
 
 Example:
    pgjobs jobs -d sales`,
 		Flags: append(targetFlags(false), &cli.StringFlag{Name: "u", Usage: "`USER` to connect as"}),
 		Action: func(c *cli.Context) error {
-			t, err := target(c)
+			t, chosen, err := target(c)
 			if err != nil {
 				return err
 			}
 			if f, err := config.Load(configPath(c)); err == nil {
-				if row, ok := f.Database(t.Host, t.Port, t.Name); ok {
+				if row, err := findRow(f, t, chosen); err == nil {
 					t = row
 				}
 			}
-			if c.IsSet("u") {
-				t.User = c.String("u")
+			if user := targetUser(c); user != "" {
+				t.User = user
 			}
 			conn, err := connect(c.Context, t)
 			if err != nil {
