@@ -97,7 +97,10 @@ func run(bin string, duration time.Duration) error {
 	fmt.Printf("   meanwhile: psql '%s' -c 'SELECT * FROM pgj_jobs' -c 'SELECT * FROM pgj_runs'\n\n", cluster.DSN("demo"))
 	agent := exec.Command(filepath.Join(bin, "pgjobsagent"), "--config", conf, "--log-dir", logDir, "--foreground", "--grace", "5s")
 	agent.Stdout, agent.Stderr = os.Stdout, os.Stderr
-	// Ctrl-C reaches the agent too (same process group): it stops softly; the demo waits for it.
+	// The agent has a process group of its own, as the cluster's server has: a Ctrl-C in the
+	// terminal reaches the demo only, which passes it on once, so the agent stops softly; then the
+	// demo prints the history and stops the server.
+	agent.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	signals := make(chan os.Signal, 2)
 	signal.Notify(signals, syscall.SIGINT, syscall.SIGTERM)
 	defer signal.Stop(signals)

@@ -401,12 +401,14 @@ func (c *Cluster) initdb(ctx context.Context) error {
 	return nil
 }
 
-// command prepares a server program to run in the cluster's directory, as the postgres user under root.
+// command prepares a server program to run in the cluster's directory, as the postgres user under
+// root, in a process group of its own: a Ctrl-C in the terminal (SIGINT to the foreground group)
+// reaches the program that started the cluster, which stops it with Close when it is done.
 func (c *Cluster) command(path string, args ...string) *exec.Cmd {
 	cmd := exec.Command(path, args...)
 	cmd.Dir = c.dir
 	cmd.Env = append(os.Environ(), "LC_ALL=C")
-	cmd.SysProcAttr = &syscall.SysProcAttr{Credential: c.runAs}
+	cmd.SysProcAttr = &syscall.SysProcAttr{Credential: c.runAs, Setpgid: true}
 	return cmd
 }
 
