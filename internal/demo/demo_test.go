@@ -31,7 +31,7 @@ func TestCtrlCStopsTheDemoCleanly(t *testing.T) {
 	}
 	demo := exec.Command(filepath.Join(dir, "demo"), "-bin", filepath.Join(dir, "bin"))
 	demo.SysProcAttr = &syscall.SysProcAttr{Setpgid: true} // a foreground group of its own, as in a terminal
-	output, pw, err := os.Pipe() // standard output and error together, as a terminal shows them
+	output, pw, err := os.Pipe()                           // standard output and error together, as a terminal shows them
 	if err != nil {
 		t.Fatal(err)
 	}
