@@ -41,6 +41,10 @@ type Options struct {
 	// (ending its session); it must be several times 1 s, the leader's coalescing of pings. 0 means
 	// 2 s and 8 s: a hung leader is replaced within 12 s.
 	LeaderPing, LeaderTimeout time.Duration
+	// LeaderBusyLimit is how long the active agent's loop may stay away from its wait (any one
+	// statement of the agent ends within its statement_timeout) before the agent stops answering
+	// the standbys, which then take over; 0 means 15 s.
+	LeaderBusyLimit time.Duration
 	// OnReload, when not nil, is called after each reload of a database agent's jobs on a change
 	// notification, with the database's id: a hook for tests.
 	OnReload func(id int)
@@ -70,6 +74,9 @@ func (o Options) withDefaults() Options {
 	}
 	if o.LeaderTimeout <= 0 {
 		o.LeaderTimeout = 8 * time.Second
+	}
+	if o.LeaderBusyLimit <= 0 {
+		o.LeaderBusyLimit = 15 * time.Second
 	}
 	if o.Logger == nil {
 		o.Logger = func(int, int) *slog.Logger { return slog.New(slog.DiscardHandler) }

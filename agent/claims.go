@@ -23,8 +23,9 @@ func (a *dbAgent) claimAhead(ctx context.Context, records *pgxpool.Pool, epoch i
 	if err != nil {
 		return err
 	}
+	now := time.Now()
 	for _, c := range got {
-		claimed[c.JobID] = claim{at: at, owner: c.Owner}
+		claimed[c.JobID] = claim{at: at, owner: c.Owner, when: now}
 	}
 	return nil
 }
@@ -33,24 +34,48 @@ func (a *dbAgent) claimAhead(ctx context.Context, records *pgxpool.Pool, epoch i
 type claim struct {
 	at    time.Time
 	owner *string
+	when  time.Time // real time of the claim
 }
 
+// claimFresh is how long after a claim ahead its fire may run without asking again whether this
+// agent still leads: a claim older than that was made before a stop or a hang of this agent,
+// during which another may have taken over.
+const claimFresh = warmLead + time.Second
+
 // fireClaimed fires the due fires this leader epoch has claimed: ahead, or now. A fire that
-// another agent claimed, or any fire once another agent has taken the lead, does not run.
-func (a *dbAgent) fireClaimed(ctx context.Context, records *pgxpool.Pool, epoch int64, fires []dueFire, claimed map[int]claim) error {
+// another agent claimed, or any fire once another agent has taken the lead, does not run: the
+// term's lost signals are looked at first, and a claim ahead that is no longer fresh is confirmed
+// against the lease.
+func (a *dbAgent) fireClaimed(ctx context.Context, records *pgxpool.Pool, t term, fires []dueFire, claimed map[int]claim) error {
+	select {
+	case err := <-t.lostLead:
+		return err
+	case err := <-t.lost:
+		return fmt.Errorf("the database session ended: %w", err)
+	default:
+	}
 	var ids []int
 	var ats []time.Time
 	ok := make(map[int]*string, len(fires)) // owner names now, by job
+	stale := false
 	for _, f := range fires {
 		if c, ahead := claimed[f.job.id]; ahead && c.at.Equal(f.at) {
 			ok[f.job.id] = c.owner
+			stale = stale || time.Since(c.when) > claimFresh
 		} else {
 			ids, ats = append(ids, f.job.id), append(ats, f.at)
 		}
 		delete(claimed, f.job.id)
 	}
+	if stale {
+		if holds, err := sqlschema.LeaderHolds(ctx, records, t.epoch); err != nil {
+			return err
+		} else if !holds {
+			return sqlschema.ErrLostLead
+		}
+	}
 	if len(ids) > 0 {
-		got, err := sqlschema.FireClaim(ctx, records, ids, ats, epoch)
+		got, err := sqlschema.FireClaim(ctx, records, ids, ats, t.epoch)
 		if err != nil {
 			return err
 		}
@@ -62,6 +87,10 @@ func (a *dbAgent) fireClaimed(ctx context.Context, records *pgxpool.Pool, epoch 
 		owner, mine := ok[f.job.id]
 		if !mine {
 			a.logf(agentlog.LevelInfo, statusFiring, "job %s: the fire of %s was claimed by another agent", f.job.name, f.at.Format(time.RFC3339))
+			continue
+		}
+		if a.foreignBusy[f.job.id] {
+			a.recordSkipped(f.job, f.at, "a run of another agent was still going")
 			continue
 		}
 		at := f.at

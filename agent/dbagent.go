@@ -9,9 +9,6 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/jackc/pgx/v5"
-	"github.com/jackc/pgx/v5/pgconn"
-	"github.com/jackc/pgx/v5/pgconn/ctxwatch"
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/pgjobs/pgjobs/agent/agentlog"
 	"github.com/pgjobs/pgjobs/sqlschema"
@@ -66,7 +63,8 @@ type dbAgent struct {
 	startupDone atomic.Bool // startup jobs ran in this agent's life
 
 	pruned      time.Time // when old runs were last deleted; the loop's
-	foreignRuns bool      // runs of other agents are recorded as running; the loop's
+	foreignRuns bool         // runs of other agents are recorded as running; the loop's
+	foreignBusy map[int]bool // the jobs of those runs; the loop's
 }
 
 // pendingFinish is a run end to record; runID is 0 when the run has no row yet.
@@ -145,120 +143,10 @@ func (a *dbAgent) run(ctx context.Context) {
 	}
 }
 
-// serve runs one leader session: connect, take the leader lease, then plan and fire until the
-// session fails or ctx ends. onConnected is called once the agent is the active one. On a soft
-// stop the leader session stays until the runs have ended, so no other agent takes over while
-// they go on.
-func (a *dbAgent) serve(ctx context.Context, onConnected func()) error {
-	cfg, err := a.connConfig("")
-	if err != nil {
-		return err
-	}
-	// A wait for notifications that times out (a standby's pause) leaves the session as it was,
-	// rather than sending a cancel request that could hit its next statement.
-	cfg.BuildContextWatcherHandler = func(pc *pgconn.PgConn) ctxwatch.Handler {
-		return &pgconn.DeadlineContextWatcherHandler{Conn: pc.Conn()}
-	}
-	conn, err := pgx.ConnectConfig(ctx, cfg)
-	if err != nil {
-		return fmt.Errorf("connect: %w", err)
-	}
-	defer conn.Close(context.Background())
-	session, inRecovery, err := sqlschema.LeaderSession(ctx, conn)
-	if err != nil {
-		return err
-	}
-	if inRecovery {
-		return errors.New("the server is a standby in recovery; the agent needs the primary (list both hosts: host1,host2)")
-	}
-	if err := sqlschema.Check(ctx, conn); err != nil {
-		return err
-	}
-	epoch, err := a.lead(ctx, conn)
-	if err != nil {
-		return err
-	}
-	defer a.release(conn, epoch)
-	if _, err := conn.Exec(ctx, "UNLISTEN pgjobs_leader; LISTEN pgjobs; LISTEN pgjobs_ping"); err != nil {
-		return fmt.Errorf("listen for changes: %w", err)
-	}
-	records, err := a.recordsPool()
-	if err != nil {
-		return err
-	}
-	a.flushPending(ctx, records)
-	if err := a.abandon(ctx, records); err != nil {
-		return err
-	}
-	a.prune(ctx, records)
-	onConnected()
-	a.logf(agentlog.LevelEssential, statusStarting, "active on %s as session %d", cfg.Database, session)
-
-	listenCtx, stopListening := context.WithCancel(context.Background())
-	defer stopListening()
-	term := term{epoch: epoch, changes: make(chan struct{}, 1), pings: make(chan struct{}, 1), lost: make(chan error, 1)}
-	listening := make(chan struct{})
-	go func() {
-		defer close(listening)
-		for {
-			n, err := conn.WaitForNotification(listenCtx)
-			if err != nil {
-				term.lost <- err
-				return
-			}
-			topic := term.changes
-			if n.Channel == "pgjobs_ping" {
-				topic = term.pings
-			}
-			select {
-			case topic <- struct{}{}:
-			default: // already due
-			}
-		}
-	}()
-	err = a.loop(ctx, records, term)
-	if err != nil && ctx.Err() == nil && !errors.Is(err, sqlschema.ErrLostLead) {
-		// The session may have been ended by an agent that took the lead from this one.
-		if lease, lookErr := sqlschema.LeaderLook(ctx, records, false); lookErr == nil && lease.Epoch != epoch {
-			err = fmt.Errorf("%w: %v", sqlschema.ErrLostLead, err)
-		}
-	}
-	if ctx.Err() != nil {
-		a.runs.Wait() // a soft stop: hold the leader lease until the runs have ended
-	}
-	stopListening()
-	<-listening // the connection is the listener's until it returns
-	if ctx.Err() != nil {
-		return nil
-	}
-	return err
-}
-
-// term is what a leadership term gives the loop: its epoch, and the notifications of the leader
-// session by topic.
-type term struct {
-	epoch   int64
-	changes chan struct{} // pgjobs: the jobs changed
-	pings   chan struct{} // pgjobs_ping: a standby asks whether the leader lives
-	lost    chan error    // the leader session ended
-}
-
-// release gives the lease of epoch up, if the session still holds it, so that a standby takes
-// over at once rather than when it finds the session gone.
-func (a *dbAgent) release(conn *pgx.Conn, epoch int64) {
-	if conn.IsClosed() {
-		return
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), lockWait)
-	defer cancel()
-	if _, err := sqlschema.LeaderRelease(ctx, conn, epoch); err != nil {
-		a.logf(agentlog.LevelDebug, statusStopping, "could not give the lead up: %v; a standby takes over when the session ends", err)
-	}
-}
-
 // loop plans and fires until the leader session is lost, another agent takes the lead, or ctx
 // ends.
 func (a *dbAgent) loop(ctx context.Context, records *pgxpool.Pool, t term) error {
+	t.progress.Store(time.Now().UnixNano())
 	epoch := t.epoch
 	p := newPlanner(a.opt, a.log)
 	stored, err := sqlschema.JobLoad(ctx, records)
@@ -293,14 +181,6 @@ func (a *dbAgent) loop(ctx context.Context, records *pgxpool.Pool, t term) error
 		}
 		return nil
 	}
-	// Standbys ping the leader; it answers from this loop, so that a loop that hangs is replaced,
-	// at most once per wakeEvery however many pings any role sends.
-	var answered time.Time
-	var answerDue <-chan time.Time
-	answer := func() error {
-		answered = time.Now()
-		return sqlschema.LeaderAnswer(ctx, records, epoch)
-	}
 	var sleepLogged time.Time // the wake-up last logged: a ping or a change that moves none logs none
 	idleLogged := false
 	var warmed time.Time            // the fire whose sessions are open
@@ -308,12 +188,13 @@ func (a *dbAgent) loop(ctx context.Context, records *pgxpool.Pool, t term) error
 	var writePlans <-chan time.Time // when to record the plans changed by fires
 	var recheck <-chan time.Time    // when to look again for runs whose session ended
 	for {
+		t.progress.Store(time.Now().UnixNano())
 		if ctx.Err() != nil {
 			return ctx.Err()
 		}
 		now = a.opt.Clock.Now()
 		if fires := p.due(now); len(fires) > 0 {
-			if err := a.fireClaimed(ctx, records, epoch, fires, claimed); err != nil {
+			if err := a.fireClaimed(ctx, records, t, fires, claimed); err != nil {
 				return err
 			}
 			if writePlans == nil {
@@ -351,32 +232,19 @@ func (a *dbAgent) loop(ctx context.Context, records *pgxpool.Pool, t term) error
 			a.logf(agentlog.LevelDebug, statusSleeping, "no job to fire; sleeping until a change")
 			sleepLogged, idleLogged = time.Time{}, true
 		}
+		t.progress.Store(0)
 		select {
 		case <-ctx.Done():
-			stopTimer(timer)
+			t.woke(timer)
 			return ctx.Err()
 		case err := <-t.lost:
-			stopTimer(timer)
+			t.woke(timer)
 			return fmt.Errorf("the database session ended: %w", err)
-		case <-t.pings:
-			stopTimer(timer)
-			if wait := wakeEvery - time.Since(answered); wait > 0 {
-				if answerDue == nil {
-					answerDue = time.After(wait)
-				}
-				continue
-			}
-			if err := answer(); err != nil {
-				return err
-			}
-		case <-answerDue:
-			stopTimer(timer)
-			answerDue = nil
-			if err := answer(); err != nil {
-				return err
-			}
+		case err := <-t.lostLead:
+			t.woke(timer)
+			return err
 		case <-t.changes:
-			stopTimer(timer)
+			t.woke(timer)
 			if wait := reloadEvery - time.Since(reloaded); wait > 0 {
 				if reloadDue == nil {
 					reloadDue = time.After(wait) // changes of the meantime are read together then
@@ -387,13 +255,13 @@ func (a *dbAgent) loop(ctx context.Context, records *pgxpool.Pool, t term) error
 				return err
 			}
 		case <-reloadDue:
-			stopTimer(timer)
+			t.woke(timer)
 			reloadDue = nil
 			if err := reload(); err != nil {
 				return err
 			}
 		case <-writePlans:
-			stopTimer(timer)
+			t.woke(timer)
 			writePlans = nil
 			if err := a.recordPlans(ctx, records, p); err != nil {
 				return err
@@ -403,7 +271,7 @@ func (a *dbAgent) loop(ctx context.Context, records *pgxpool.Pool, t term) error
 				a.prune(ctx, records)
 			}
 		case <-recheck:
-			stopTimer(timer)
+			t.woke(timer)
 			recheck = nil
 			if err := a.abandon(ctx, records); err != nil {
 				return err

@@ -29,24 +29,36 @@ const wakeEvery = time.Second
 // deadlocked, a paused VM): the standby takes the lease with a new epoch, so the old leader's
 // claims fail, and ends its session. The leader sends nothing while no standby asks.
 //
-// Before it takes the lease, an agent ends the sessions of roles that may not run the agent and
-// that hold or queue for strong locks on pgjobs' tables (see leader_intruders.sql).
+// Before each look at the lease, an agent ends the sessions of roles that may not run the agent
+// and that hold or queue for strong locks on pgjobs' tables (see leader_intruders.sql). A take is
+// a compare-and-set on the epoch and the leader's last answer, so a leader that answered between
+// the look and the take keeps the lead.
 func (a *dbAgent) lead(ctx context.Context, conn *pgx.Conn) (int64, error) {
 	if _, err := conn.Exec(ctx, "LISTEN pgjobs_leader"); err != nil {
 		return 0, fmt.Errorf("listen for the leader: %w", err)
 	}
 	standingBy := false
-	var waitingSince time.Time // server time of the oldest ping the current leader has not answered
-	var leaderEpoch int64      // the epoch waitingSince belongs to
+	// The oldest ping the current leader has not answered: when it was sent by the server's clock,
+	// which the leader's answers are stamped with, and by this agent's monotonic clock, which
+	// measures how long it has gone unanswered (a step of the server's clock deposes no one).
+	var pingSent time.Time
+	var pingLocal time.Time
+	var leaderEpoch int64 // the epoch pingSent belongs to
 	for {
+		// First, so that no queued lock of another role keeps this agent from reading the lease.
+		if err := a.endIntruders(ctx, conn); err != nil {
+			return 0, err
+		}
+		lookedAt := time.Now()
 		lease, err := sqlschema.LeaderLook(ctx, conn, standingBy)
 		if err != nil {
 			return 0, err
 		}
-		if lease.Epoch != leaderEpoch || waitingSince.IsZero() || (lease.Answered != nil && !lease.Answered.Before(waitingSince)) {
-			leaderEpoch, waitingSince = lease.Epoch, lease.Now // this look's ping is the oldest unanswered
+		if lease.Epoch != leaderEpoch || pingSent.IsZero() || (lease.Answered != nil && !lease.Answered.Before(pingSent)) {
+			// This look's ping is the oldest unanswered.
+			leaderEpoch, pingSent, pingLocal = lease.Epoch, lease.Now, lookedAt
 		}
-		hung := standingBy && lease.Alive && lease.Now.Sub(waitingSince) >= a.opt.LeaderTimeout
+		hung := standingBy && lease.Alive && time.Since(pingLocal) >= a.opt.LeaderTimeout
 		if !lease.Alive || hung {
 			epoch, taken, err := a.take(ctx, conn, lease, hung, standingBy)
 			if err != nil || taken {
@@ -67,10 +79,7 @@ func (a *dbAgent) lead(ctx context.Context, conn *pgx.Conn) (int64, error) {
 
 // take takes the lease seen in lease, free or held by a hung leader, and reports whether it did.
 func (a *dbAgent) take(ctx context.Context, conn *pgx.Conn, lease sqlschema.Lease, hung, standingBy bool) (int64, bool, error) {
-	if err := a.endIntruders(ctx, conn); err != nil {
-		return 0, false, err
-	}
-	epoch, old, ok, err := sqlschema.LeaderTake(ctx, conn, a.opt.Name, lease.Epoch)
+	epoch, old, ok, err := sqlschema.LeaderTake(ctx, conn, a.opt.Name, lease)
 	if err != nil || !ok {
 		return 0, false, err
 	}

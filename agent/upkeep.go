@@ -13,8 +13,9 @@ import (
 // agents are still recorded as running.
 const abandonRecheck = 2 * time.Second
 
-// abandon marks abandoned the runs whose session has ended, and tells whether runs of other
-// agents are still going (their sessions live), to be looked at again.
+// abandon marks abandoned the runs whose session has ended, and notes the jobs of runs of other
+// agents still going (their sessions live: an agent that stopped softly, or one this agent took the
+// lead from), whose fires are skipped meanwhile, to be looked at again.
 func (a *dbAgent) abandon(ctx context.Context, records *pgxpool.Pool) error {
 	names, err := sqlschema.RunAbandon(ctx, records)
 	if err != nil {
@@ -27,7 +28,11 @@ func (a *dbAgent) abandon(ctx context.Context, records *pgxpool.Pool) error {
 	if err != nil {
 		return err
 	}
-	a.foreignRuns = foreign > 0
+	a.foreignRuns = len(foreign) > 0
+	a.foreignBusy = make(map[int]bool, len(foreign))
+	for _, id := range foreign {
+		a.foreignBusy[id] = true
+	}
 	return nil
 }
 

@@ -164,13 +164,17 @@ func RunAbandon(ctx context.Context, q Execer) ([]string, error) {
 	return names, nil
 }
 
-// RunForeignRunning returns how many runs of agents other than agent are recorded as running.
-func RunForeignRunning(ctx context.Context, q Execer, agent string) (int, error) {
-	var n int
-	if err := q.QueryRow(ctx, query("run_foreign_running"), agent).Scan(&n); err != nil {
-		return 0, fmt.Errorf("count the runs of other agents: %w", err)
+// RunForeignRunning returns the jobs of the runs of agents other than agent recorded as running.
+func RunForeignRunning(ctx context.Context, q Execer, agent string) ([]int, error) {
+	rows, err := q.Query(ctx, query("run_foreign_running"), agent)
+	if err != nil {
+		return nil, fmt.Errorf("read the runs of other agents: %w", err)
 	}
-	return n, nil
+	ids, err := pgx.CollectRows(rows, pgx.RowTo[int])
+	if err != nil {
+		return nil, fmt.Errorf("read the runs of other agents: %w", err)
+	}
+	return ids, nil
 }
 
 // RunPrune deletes the runs older than the run_retention setting and returns how many.

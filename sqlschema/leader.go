@@ -48,11 +48,12 @@ type Deposed struct {
 	Start *time.Time
 }
 
-// LeaderTake takes the leader lease for this session as agent, if its epoch is still seen (the
-// epoch of the caller's last look), and returns the new epoch and the session of the leader it
-// replaces. ok is false when another agent took it first.
-func LeaderTake(ctx context.Context, q Querier, agent string, seen int64) (epoch int64, old Deposed, ok bool, err error) {
-	err = q.QueryRow(ctx, query("leader_take"), agent, seen).Scan(&epoch, &old.PID, &old.Start)
+// LeaderTake takes the leader lease for this session as agent, if it is still as the caller's
+// last look saw it (the same epoch, and no answer of the leader since), and returns the new epoch
+// and the session of the leader it replaces. ok is false when another agent took it first or the
+// leader answered meanwhile.
+func LeaderTake(ctx context.Context, q Querier, agent string, seen Lease) (epoch int64, old Deposed, ok bool, err error) {
+	err = q.QueryRow(ctx, query("leader_take"), agent, seen.Epoch, seen.Answered).Scan(&epoch, &old.PID, &old.Start)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return 0, Deposed{}, false, nil
 	}
@@ -164,4 +165,35 @@ func FireClaim(ctx context.Context, q Execer, ids []int, at []time.Time, epoch i
 		return nil, ErrLostLead
 	}
 	return claimed, nil
+}
+
+// LeaderHolds reports whether the leader lease still has epoch.
+func LeaderHolds(ctx context.Context, q Querier, epoch int64) (bool, error) {
+	var holds bool
+	if err := q.QueryRow(ctx, query("leader_holds"), epoch).Scan(&holds); err != nil {
+		return false, fmt.Errorf("look at the leader lease: %w", err)
+	}
+	return holds, nil
+}
+
+// PreparedLock is a prepared transaction holding a lock on a pgjobs table.
+type PreparedLock struct {
+	GID, Owner, Table string
+}
+
+// LeaderPreparedLocks returns the prepared transactions that hold locks on pgjobs' tables.
+func LeaderPreparedLocks(ctx context.Context, q Execer) ([]PreparedLock, error) {
+	rows, err := q.Query(ctx, query("leader_prepared"))
+	if err != nil {
+		return nil, fmt.Errorf("look for prepared transactions locking the agent's tables: %w", err)
+	}
+	found, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (PreparedLock, error) {
+		var p PreparedLock
+		err := row.Scan(&p.GID, &p.Owner, &p.Table)
+		return p, err
+	})
+	if err != nil {
+		return nil, fmt.Errorf("look for prepared transactions locking the agent's tables: %w", err)
+	}
+	return found, nil
 }

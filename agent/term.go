@@ -1,0 +1,237 @@
+package agent
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync/atomic"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/jackc/pgx/v5/pgconn/ctxwatch"
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/pgjobs/pgjobs/agent/agentlog"
+	"github.com/pgjobs/pgjobs/sqlschema"
+)
+
+// watchAfter is how long the loop may be busy before the leader looks for sessions of other roles
+// queued for strong locks on pgjobs' tables, which make every statement of the agent wait.
+const watchAfter = 2 * time.Second
+
+// serve runs one leader session: connect, take the leader lease, then plan and fire until the
+// session fails or ctx ends. onConnected is called once the agent is the active one. On a soft
+// stop the leader session stays until the runs have ended, so no other agent takes over while
+// they go on.
+func (a *dbAgent) serve(ctx context.Context, onConnected func()) error {
+	cfg, err := a.connConfig("")
+	if err != nil {
+		return err
+	}
+	// A wait for notifications that times out (a standby's pause) leaves the session as it was,
+	// rather than sending a cancel request that could hit its next statement.
+	cfg.BuildContextWatcherHandler = func(pc *pgconn.PgConn) ctxwatch.Handler {
+		return &pgconn.DeadlineContextWatcherHandler{Conn: pc.Conn()}
+	}
+	conn, err := pgx.ConnectConfig(ctx, cfg)
+	if err != nil {
+		return fmt.Errorf("connect: %w", err)
+	}
+	defer conn.Close(context.Background())
+	session, inRecovery, err := sqlschema.LeaderSession(ctx, conn)
+	if err != nil {
+		return err
+	}
+	if inRecovery {
+		return errors.New("the server is a standby in recovery; the agent needs the primary (list both hosts: host1,host2)")
+	}
+	if err := sqlschema.Check(ctx, conn); err != nil {
+		return err
+	}
+	epoch, err := a.lead(ctx, conn)
+	if err != nil {
+		return err
+	}
+	defer a.release(conn, epoch)
+	if _, err := conn.Exec(ctx, "UNLISTEN pgjobs_leader; LISTEN pgjobs; LISTEN pgjobs_ping"); err != nil {
+		return fmt.Errorf("listen for changes: %w", err)
+	}
+	records, err := a.recordsPool()
+	if err != nil {
+		return err
+	}
+	a.flushPending(ctx, records)
+	if err := a.abandon(ctx, records); err != nil {
+		return err
+	}
+	a.prune(ctx, records)
+	onConnected()
+	a.logf(agentlog.LevelEssential, statusStarting, "active on %s as session %d", cfg.Database, session)
+
+	listenCtx, stopListening := context.WithCancel(context.Background())
+	defer stopListening()
+	term := term{epoch: epoch, changes: make(chan struct{}, 1), pings: make(chan struct{}, 1), lost: make(chan error, 1),
+		lostLead: make(chan error, 1), progress: &atomic.Int64{}}
+	answering := make(chan struct{})
+	go func() {
+		defer close(answering)
+		a.answer(listenCtx, records, term)
+	}()
+	listening := make(chan struct{})
+	go func() {
+		defer close(listening)
+		for {
+			n, err := conn.WaitForNotification(listenCtx)
+			if err != nil {
+				term.lost <- err
+				return
+			}
+			topic := term.changes
+			if n.Channel == "pgjobs_ping" {
+				topic = term.pings
+			}
+			select {
+			case topic <- struct{}{}:
+			default: // already due
+			}
+		}
+	}()
+	err = a.loop(ctx, records, term)
+	if err != nil && ctx.Err() == nil && !errors.Is(err, sqlschema.ErrLostLead) {
+		// The session may have been ended by an agent that took the lead from this one.
+		if lease, lookErr := sqlschema.LeaderLook(ctx, records, false); lookErr == nil && lease.Epoch != epoch {
+			err = fmt.Errorf("%w: %v", sqlschema.ErrLostLead, err)
+		}
+	}
+	if ctx.Err() != nil {
+		// A soft stop: hold the leader lease until the runs have ended, answering the standbys
+		// meanwhile, so that none takes over and starts these jobs again while they go on.
+		term.progress.Store(0)
+		a.runs.Wait()
+	}
+	stopListening()
+	<-listening // the connection is the listener's until it returns
+	<-answering
+	if ctx.Err() != nil {
+		return nil
+	}
+	return err
+}
+
+// term is what a leadership term gives the loop: its epoch, the notifications of the leader
+// session by topic, and the loop's progress, which the answers to the standbys report on.
+type term struct {
+	epoch    int64
+	changes  chan struct{} // pgjobs: the jobs changed
+	pings    chan struct{} // pgjobs_ping: a standby asks whether the leader lives
+	lost     chan error    // the leader session ended
+	lostLead chan error    // another agent took the lease (ErrLostLead)
+	progress *atomic.Int64 // when the loop left its wait (Unix ns), 0 while it waits
+}
+
+// woke stops the loop's timer, if any, and marks the loop busy: it left its wait.
+func (t term) woke(timer Timer) {
+	t.progress.Store(time.Now().UnixNano())
+	stopTimer(timer)
+}
+
+// busyFor returns how long the loop has been away from its wait; 0 while it waits.
+func (t term) busyFor() time.Duration {
+	since := t.progress.Load()
+	if since == 0 {
+		return 0
+	}
+	return time.Since(time.Unix(0, since))
+}
+
+// answer serves the standbys for the term, until ctx ends: it answers their pings, at most once
+// per wakeEvery however many any role sends, while the loop makes progress (it waits, or has been
+// busy for less than LeaderBusyLimit), and ends the sessions of other roles queued for strong locks on
+// pgjobs' tables when the loop has been busy for watchAfter, warning of prepared transactions
+// that hold locks on them (at the start of the term too). A leader stopped as a whole (SIGSTOP,
+// a paused VM) answers nothing, and is replaced after the standby's LeaderTimeout.
+func (a *dbAgent) answer(ctx context.Context, records *pgxpool.Pool, t term) {
+	tick := time.NewTicker(watchAfter / 2)
+	defer tick.Stop()
+	var answered, watched time.Time
+	warned := map[string]bool{}
+	a.warnPreparedLocks(ctx, records, warned)
+	var answerDue <-chan time.Time
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.pings:
+			if wait := wakeEvery - time.Since(answered); wait > 0 {
+				if answerDue == nil {
+					answerDue = time.After(wait)
+				}
+				continue
+			}
+		case <-answerDue:
+			answerDue = nil
+		case <-tick.C:
+			if busy := t.busyFor(); busy >= watchAfter && time.Since(watched) >= watchAfter {
+				watched = time.Now()
+				if err := a.endIntrudersOn(ctx, records); err != nil && ctx.Err() == nil {
+					a.logf(agentlog.LevelError, statusFiring, "%v", err)
+				}
+				a.warnPreparedLocks(ctx, records, warned)
+			}
+			continue
+		}
+		if busy := t.busyFor(); busy >= a.opt.LeaderBusyLimit {
+			a.logf(agentlog.LevelError, statusFiring, "warning: the agent has been busy for %s without returning to its wait: not answering the standbys, which take over", busy.Round(time.Second))
+			continue
+		}
+		answered = time.Now()
+		err := sqlschema.LeaderAnswer(ctx, records, t.epoch)
+		if errors.Is(err, sqlschema.ErrLostLead) {
+			t.lostLead <- err
+			return
+		}
+		if err != nil && ctx.Err() == nil {
+			a.logf(agentlog.LevelDebug, statusSleeping, "could not answer a standby: %v", err)
+		}
+	}
+}
+
+// warnPreparedLocks logs, once per term and transaction, the prepared transactions that hold
+// locks on pgjobs' tables: no session end releases them, and they block schema upgrades.
+func (a *dbAgent) warnPreparedLocks(ctx context.Context, q sqlschema.Execer, warned map[string]bool) {
+	found, err := sqlschema.LeaderPreparedLocks(ctx, q)
+	if err != nil {
+		a.logf(agentlog.LevelError, statusStarting, "%v", err)
+		return
+	}
+	for _, p := range found {
+		if warned[p.GID+"\x00"+p.Table] {
+			continue
+		}
+		warned[p.GID+"\x00"+p.Table] = true
+		a.logf(agentlog.LevelError, statusStarting, "warning: the prepared transaction %q of role %s holds a lock on pgjobs.%s, which blocks schema upgrades: a superuser ends it with ROLLBACK PREPARED", p.GID, p.Owner, p.Table)
+	}
+}
+
+// release gives the lease of epoch up, if the session still holds it, so that a standby takes
+// over at once rather than when it finds the session gone.
+func (a *dbAgent) release(conn *pgx.Conn, epoch int64) {
+	if conn.IsClosed() {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), lockWait)
+	defer cancel()
+	if _, err := sqlschema.LeaderRelease(ctx, conn, epoch); err != nil {
+		a.logf(agentlog.LevelDebug, statusStopping, "could not give the lead up: %v; a standby takes over when the session ends", err)
+	}
+}
+
+// endIntrudersOn is endIntruders on a session of the agent's pool.
+func (a *dbAgent) endIntrudersOn(ctx context.Context, records *pgxpool.Pool) error {
+	conn, err := records.Acquire(ctx)
+	if err != nil {
+		return fmt.Errorf("end the sessions of other roles locking the agent's tables: %w", err)
+	}
+	defer conn.Release()
+	return a.endIntruders(ctx, conn.Conn())
+}

@@ -1,0 +1,2 @@
+-- Whether the leader lease still has epoch $1.
+SELECT epoch = $1 FROM pgjobs.pgj_leader_
