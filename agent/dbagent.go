@@ -62,7 +62,7 @@ type dbAgent struct {
 
 	startupDone atomic.Bool // startup jobs ran in this agent's life
 
-	pruned      time.Time // when old runs were last deleted; the loop's
+	pruned      time.Time    // when old runs were last deleted; the loop's
 	foreignRuns bool         // runs of other agents are recorded as running; the loop's
 	foreignBusy map[int]bool // the jobs of those runs; the loop's
 }
