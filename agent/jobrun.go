@@ -163,10 +163,19 @@ func (a *dbAgent) runOn(conn *pgxpool.Conn, j *job) sqlschema.RunResult {
 // call's rows are read and dropped, never held.
 func (a *dbAgent) runCall(conn *pgxpool.Conn, j *job) error {
 	batch := &pgconn.Batch{}
+	ctx := a.runCtx
+	if j.timeout > 0 {
+		// The job's time limit: the server's statement_timeout for the run's transaction, and the
+		// run's context a second later in case the call lifted it.
+		batch.ExecParams("SELECT pg_catalog.set_config('statement_timeout', $1, true)", [][]byte{[]byte(strconv.FormatInt(j.timeout.Milliseconds(), 10))}, nil, nil, nil)
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, j.timeout+time.Second)
+		defer cancel()
+	}
 	batch.ExecParams(sqlschema.RunGuardSQL(), [][]byte{[]byte(strconv.FormatUint(uint64(j.ownerID), 10)), []byte(j.owner)}, nil, nil, nil)
 	// IS NULL: the call's value stays in the server; a job returning 300 MB sends back a boolean.
 	batch.ExecParams("SELECT ("+j.call+") IS NULL", nil, nil, nil, nil)
-	results := conn.Conn().PgConn().ExecBatch(a.runCtx, batch)
+	results := conn.Conn().PgConn().ExecBatch(ctx, batch)
 	var first error
 	for results.NextResult() {
 		rows := results.ResultReader()
@@ -221,6 +230,13 @@ func (a *dbAgent) failure(j *job, err error) sqlschema.RunResult {
 			result.Message = fmt.Sprintf("cannot connect as role %s to run the job: %v", j.owner, err)
 			result.Hint = fmt.Sprintf("let the agent's OS user authenticate as %s: a pg_hba.conf rule for it, or a ~/.pgpass line for it", j.owner)
 		}
+	case j.timeout > 0 && (isPg && pgErr.Code == "57014" || errors.Is(err, context.DeadlineExceeded)):
+		result.SQLState = "57014"
+		result.Message = fmt.Sprintf("the run took longer than the job's time limit of %s and was cancelled", j.timeout)
+		if result.Detail == "" {
+			result.Detail = err.Error()
+		}
+		result.Hint = fmt.Sprintf("SELECT pgjobs.pgj_set_job_timeout(%s, interval '...') changes the limit; NULL removes it", sqlLiteral(j.name))
 	case isPg:
 		result.Message = pgErr.Message
 	}

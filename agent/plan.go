@@ -20,9 +20,10 @@ type job struct {
 	start     *schedule.Schedule // the start schedule, nil when none
 	startSet  time.Time          // when the start schedule was set: it gates from its first fire after this
 	every     []schedule.Schedule
-	plannedAt *time.Time // jobnextrun as the database has it: the fire planned before, if any
-	lastFire  *time.Time // the latest fire claimed, if any
-	lastRun   bool       // whether lastFire has a run row
+	plannedAt *time.Time    // jobnextrun as the database has it: the fire planned before, if any
+	lastFire  *time.Time    // the latest fire claimed, if any
+	lastRun   bool          // whether lastFire has a run row
+	timeout   time.Duration // a run's time limit, 0 when none
 }
 
 // ownedBy returns a copy of the job for one run, with the name its owner's role has now: nil when

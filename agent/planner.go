@@ -64,13 +64,17 @@ func (p *planner) load(stored []sqlschema.StoredJob, now time.Time) {
 		if s.StartSchedule != nil {
 			sig = fmt.Sprintf("%s|%s", sig, *s.StartSchedule)
 		}
+		var timeout time.Duration
+		if s.Timeout != nil {
+			timeout = *s.Timeout
+		}
 		if old, ok := p.jobs[s.ID]; ok && old.signature == sig {
-			old.job.name = s.Name // a rename changes no plan
+			old.job.name, old.job.timeout = s.Name, timeout // a rename or a time limit changes no plan
 			jobs[s.ID] = old
 			p.order = append(p.order, s.ID)
 			continue
 		}
-		j := &job{id: s.ID, name: s.Name, call: s.Call, owner: owner, ownerID: s.OwnerID, ownerGone: gone, resolved: s.Resolved, startup: s.Startup, startSet: s.StartSet, plannedAt: s.NextRun, lastFire: s.LastFire, lastRun: s.LastFireRun}
+		j := &job{id: s.ID, name: s.Name, call: s.Call, owner: owner, ownerID: s.OwnerID, ownerGone: gone, resolved: s.Resolved, startup: s.Startup, startSet: s.StartSet, plannedAt: s.NextRun, lastFire: s.LastFire, lastRun: s.LastFireRun, timeout: timeout}
 		if err := j.parseJobSchedules(s.StartSchedule, s.Schedules, p.opt.Location, p.opt.Start); err != nil {
 			p.log.Error(err.Error(), "status", statusStarting)
 			continue

@@ -47,14 +47,15 @@ type StoredJob struct {
 	Resolved      bool    // false for a call of schema version 1 that could not be resolved again: it does not run
 	Startup       bool
 	StartSet      time.Time
-	NextRun       *time.Time // the fire planned before, as the agent recorded it
-	StartSchedule *string    // canonical text, nil when none
-	Schedules     []string   // canonical texts of the recurrences
-	LastFire      *time.Time // the latest fire claimed (run, skipped or missed), nil when none
-	LastFireRun   bool       // whether LastFire has a run row
+	NextRun       *time.Time     // the fire planned before, as the agent recorded it
+	StartSchedule *string        // canonical text, nil when none
+	Schedules     []string       // canonical texts of the recurrences
+	LastFire      *time.Time     // the latest fire claimed (run, skipped or missed), nil when none
+	LastFireRun   bool           // whether LastFire has a run row
+	Timeout       *time.Duration // the time limit of a run, nil when none
 }
 
-// JobLoad returns every job of the database.
+// JobLoad returns every job of the database that is not paused.
 func JobLoad(ctx context.Context, q Execer) ([]StoredJob, error) {
 	rows, err := q.Query(ctx, query("job_load"))
 	if err != nil {
@@ -62,7 +63,7 @@ func JobLoad(ctx context.Context, q Execer) ([]StoredJob, error) {
 	}
 	jobs, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (StoredJob, error) {
 		var j StoredJob
-		err := row.Scan(&j.ID, &j.Name, &j.Call, &j.OwnerID, &j.Owner, &j.OwnerWas, &j.Resolved, &j.Startup, &j.StartSet, &j.NextRun, &j.StartSchedule, &j.Schedules, &j.LastFire, &j.LastFireRun)
+		err := row.Scan(&j.ID, &j.Name, &j.Call, &j.OwnerID, &j.Owner, &j.OwnerWas, &j.Resolved, &j.Startup, &j.StartSet, &j.NextRun, &j.StartSchedule, &j.Schedules, &j.LastFire, &j.LastFireRun, &j.Timeout)
 		return j, err
 	})
 	if err != nil {

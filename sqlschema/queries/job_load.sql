@@ -1,16 +1,18 @@
--- Every job with what the agent needs to plan and run it: its owner's role OID, the role's name
+-- Every job that is not paused, with what the agent needs to plan and run it: its owner's role OID, the role's name
 -- now (NULL when the role was dropped), whether its call was resolved (version 1 calls that could
 -- not be resolved again do not run), its start schedule and recurrences as canonical texts, the
--- fire planned before, the latest fire claimed and whether it has a run row.
+-- fire planned before, the latest fire claimed and whether it has a run row, and its time limit.
 SELECT j.jobid, j.jobname, j.jobfunction, j.jobownerid, r.rolname, j.jobowner, j.jobfuncoid IS NOT NULL,
        j.jobisstartup, j.jobstartset, f.firenext,
        st.schtext,
        ARRAY(SELECT s.schtext FROM pgjobs.pgj_job_schedule_ js JOIN pgjobs.pgj_schedule_ s ON s.schid = js.jschid
              WHERE js.jsjobid = j.jobid ORDER BY s.schid),
        f.firelast,
-       EXISTS (SELECT FROM pgjobs.pgj_run_ r WHERE r.runjobid = j.jobid AND r.runscheduled = f.firelast)
+       EXISTS (SELECT FROM pgjobs.pgj_run_ r WHERE r.runjobid = j.jobid AND r.runscheduled = f.firelast),
+       j.jobtimeout
 FROM pgjobs.pgj_job_ j
 LEFT JOIN pg_catalog.pg_roles r ON r.oid = j.jobownerid
 LEFT JOIN pgjobs.pgj_schedule_ st ON st.schid = j.jobstartschid
 LEFT JOIN pgjobs.pgj_fire_ f ON f.firejobid = j.jobid
+WHERE NOT j.jobpaused
 ORDER BY j.jobid

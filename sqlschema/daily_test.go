@@ -1,0 +1,56 @@
+package sqlschema_test
+
+import "testing"
+
+// TestDailyUseAPI: pause, resume, time limits and settings, each as an ordinary LOGIN role the way
+// an attacker would try them: on its own job, on another role's, through the definer functions
+// directly, and on the settings that only a superuser may change.
+func TestDailyUseAPI(t *testing.T) {
+	t.Parallel()
+	db, super := apiDatabase(t)
+	alice := cluster.NewRole(t, "alice", db)
+	bob := cluster.NewRole(t, "bob", db)
+	aliceConn := cluster.ConnectAs(t, db, alice)
+	bobConn := cluster.ConnectAs(t, db, bob)
+	mustExec(t, aliceConn, "SELECT pgj_create_schedule('Daily', 'D 6:30'), pgj_create_job('Mine', 'off_line()', null, 'Daily')")
+
+	mustExec(t, aliceConn, "SELECT pgj_pause_job('Mine'), pgj_pause_job('Mine'), pgj_set_job_timeout('Mine', '5 minutes')")
+	if got := queryString(t, aliceConn, "SELECT paused || ' ' || timeout || ' ' || (next_run IS NULL) FROM pgj_jobs WHERE name = 'Mine'"); got != "true 00:05:00 true" {
+		t.Fatalf("after pause and time limit: %s", got)
+	}
+	mustExec(t, aliceConn, "SELECT pgj_resume_job('Mine'), pgj_set_job_timeout('Mine', null)")
+	if got := queryString(t, aliceConn, "SELECT paused || ' ' || (timeout IS NULL) FROM pgj_jobs WHERE name = 'Mine'"); got != "false true" {
+		t.Fatalf("after resume: %s", got)
+	}
+	for _, tt := range []struct{ sql, code, text string }{
+		{"SELECT pgj_pause_job('Mine')", "42704", `pgj_pause_job: argument 1: job "Mine" does not exist`},
+		{"SELECT pgj_resume_job('Mine')", "42704", `pgj_resume_job: argument 1: job "Mine" does not exist`},
+		{"SELECT pgj_set_job_timeout('Mine', '1 hour')", "42704", `pgj_set_job_timeout: argument 1: job "Mine" does not exist`},
+		{"SELECT pgj_pause_job(null)", "22004", "pgj_pause_job: argument 1"},
+		{"SELECT pgjobs.pgj_job_pause_('pgj_pause_job', 'Mine', true)", "42501", "call the public pgj_* function"},
+		{"SELECT pgjobs.pgj_setting_set_('run_retention', '1 year')", "42501", "call the public pgj_* function"},
+		{"SELECT pgj_set_setting('run_retention', '1 year')", "42501", "pgj_set_setting: only a superuser may change the settings"},
+		{"UPDATE pgjobs.pgj_setting_ SET value = '1 year'", "42501", "permission denied"},
+	} {
+		wantError(t, bobConn, tt.sql, tt.code, tt.text)
+	}
+	for _, tt := range []struct{ sql, code, text string }{
+		{"SELECT pgj_set_job_timeout('Mine', '0.5 seconds')", "22023", "pgj_set_job_timeout: argument 2: the time limit 00:00:00.5 is out of range 1 second .. 1 year"},
+	} {
+		wantError(t, aliceConn, tt.sql, tt.code, tt.text)
+	}
+	if got := queryString(t, bobConn, "SELECT value FROM pgj_settings WHERE name = 'run_retention'"); got != "30 days" {
+		t.Fatalf("run_retention as bob reads it: %s", got)
+	}
+	mustExec(t, super, "SELECT pgj_set_setting('run_retention', '90 days')")
+	if got := queryString(t, aliceConn, "SELECT value FROM pgj_settings WHERE name = 'run_retention'"); got != "90 days" {
+		t.Fatalf("run_retention after the change: %s", got)
+	}
+	for _, tt := range []struct{ sql, code, text string }{
+		{"SELECT pgj_set_setting('run_retention', 'forever')", "22023", `pgj_set_setting: argument 2: run_retention "forever" is not an interval`},
+		{"SELECT pgj_set_setting('run_retention', '1 minute')", "22023", "pgj_set_setting: argument 2: run_retention 00:01:00 is shorter than 1 hour"},
+		{"SELECT pgj_set_setting('colour', 'blue')", "42704", `pgj_set_setting: argument 1: no setting "colour"`},
+	} {
+		wantError(t, super, tt.sql, tt.code, tt.text)
+	}
+}

@@ -1,0 +1,165 @@
+-- pgjobs schema version 3, part 3: what a DBA needs daily. A job can be paused and resumed without
+-- losing its schedules, and given a time limit; the settings (run_retention) can be read and, by a
+-- superuser, changed with SQL. The same security rules as the rest of the API: the public
+-- functions stamp the caller (current_user) and a definer function acts for that role only.
+SET LOCAL search_path = pg_catalog, pg_temp;
+
+ALTER TABLE pgjobs.pgj_job_
+    ADD COLUMN jobpaused  boolean NOT NULL DEFAULT false, -- fires while paused are neither run nor missed
+    ADD COLUMN jobtimeout interval;                       -- a run over it is cancelled; NULL: none
+
+-- pgj_job_pause_ pauses (p_paused) or resumes the caller's job. A paused job keeps its schedules;
+-- the agent plans nothing for it. Resuming forgets the fires of the pause: the job is planned from
+-- now, as a changed job is, and no agent counts the fires it had while paused as missed.
+CREATE FUNCTION pgjobs.pgj_job_pause_(p_function text, p_name text, p_paused boolean) RETURNS void
+LANGUAGE plpgsql SECURITY DEFINER
+SET search_path = pgjobs, pg_catalog, pg_temp
+AS $$
+DECLARE
+    caller oid := pgj_caller_take_(p_function);
+    job pgj_job_ := pgj_job_find_(p_function, 1, p_name, caller);
+BEGIN
+    IF job.jobpaused = p_paused THEN
+        RETURN; -- already so
+    END IF;
+    UPDATE pgj_job_ SET jobpaused = p_paused WHERE jobid = job.jobid;
+    IF p_paused THEN
+        UPDATE pgj_fire_ SET firenext = NULL WHERE firejobid = job.jobid;
+    ELSE
+        UPDATE pgj_fire_ SET firenext = NULL, firelast = NULL WHERE firejobid = job.jobid;
+    END IF;
+END
+$$;
+
+CREATE FUNCTION pgjobs.pgj_pause_job(p_name text) RETURNS void
+LANGUAGE plpgsql SECURITY INVOKER
+SET search_path = pg_catalog, pg_temp
+AS $$
+BEGIN
+    PERFORM pgjobs.pgj_stamp_();
+    PERFORM pgjobs.pgj_job_pause_('pgj_pause_job', p_name, true);
+END
+$$;
+COMMENT ON FUNCTION pgjobs.pgj_pause_job(text) IS 'Pauses your job: it keeps its schedules, and its fires are neither run nor recorded as missed until pgj_resume_job';
+
+CREATE FUNCTION pgjobs.pgj_resume_job(p_name text) RETURNS void
+LANGUAGE plpgsql SECURITY INVOKER
+SET search_path = pg_catalog, pg_temp
+AS $$
+BEGIN
+    PERFORM pgjobs.pgj_stamp_();
+    PERFORM pgjobs.pgj_job_pause_('pgj_resume_job', p_name, false);
+END
+$$;
+COMMENT ON FUNCTION pgjobs.pgj_resume_job(text) IS 'Resumes your paused job: it fires again from now on';
+
+-- pgj_job_timeout_ sets the time limit of the caller's job (NULL: none).
+CREATE FUNCTION pgjobs.pgj_job_timeout_(p_name text, p_timeout interval) RETURNS void
+LANGUAGE plpgsql SECURITY DEFINER
+SET search_path = pgjobs, pg_catalog, pg_temp
+AS $$
+DECLARE
+    caller oid := pgj_caller_take_('pgj_set_job_timeout');
+    job pgj_job_ := pgj_job_find_('pgj_set_job_timeout', 1, p_name, caller);
+BEGIN
+    IF p_timeout IS NOT NULL AND (p_timeout < interval '1 second' OR p_timeout > interval '1 year') THEN
+        RAISE EXCEPTION 'pgj_set_job_timeout: argument 2: the time limit % is out of range 1 second .. 1 year', p_timeout
+            USING ERRCODE = 'invalid_parameter_value', HINT = 'NULL removes the limit';
+    END IF;
+    UPDATE pgj_job_ SET jobtimeout = p_timeout WHERE jobid = job.jobid;
+END
+$$;
+
+CREATE FUNCTION pgjobs.pgj_set_job_timeout(p_name text, p_timeout interval) RETURNS void
+LANGUAGE plpgsql SECURITY INVOKER
+SET search_path = pg_catalog, pg_temp
+AS $$
+BEGIN
+    PERFORM pgjobs.pgj_stamp_();
+    PERFORM pgjobs.pgj_job_timeout_(p_name, p_timeout);
+END
+$$;
+COMMENT ON FUNCTION pgjobs.pgj_set_job_timeout(text, interval) IS 'Sets the time limit of your job''s runs (NULL: none); a run over it is cancelled and recorded as failed';
+
+-- The settings, readable by every role; pgj_set_setting changes one, for superusers only.
+CREATE VIEW pgjobs.pgj_settings AS
+SELECT s.name, s.value,
+       CASE s.name WHEN 'run_retention' THEN 'how long the agent keeps the run history (an interval)' END AS description
+FROM pgjobs.pgj_setting_ s;
+COMMENT ON VIEW pgjobs.pgj_settings IS 'The settings of pgjobs in this database; a superuser changes them with pgj_set_setting';
+
+CREATE FUNCTION pgjobs.pgj_setting_set_(p_name text, p_value text) RETURNS void
+LANGUAGE plpgsql SECURITY DEFINER
+SET search_path = pgjobs, pg_catalog, pg_temp
+AS $$
+DECLARE
+    caller oid := pgj_caller_take_('pgj_set_setting');
+    v interval;
+BEGIN
+    IF NOT (SELECT rolsuper FROM pg_roles WHERE oid = caller) THEN
+        RAISE EXCEPTION 'pgj_set_setting: only a superuser may change the settings'
+            USING ERRCODE = 'insufficient_privilege';
+    END IF;
+    PERFORM pgj_require_('pgj_set_setting', 1, 'setting name', p_name);
+    PERFORM pgj_require_('pgj_set_setting', 2, 'value', p_value);
+    CASE p_name
+    WHEN 'run_retention' THEN
+        BEGIN
+            v := p_value::interval;
+        EXCEPTION WHEN others THEN
+            RAISE EXCEPTION 'pgj_set_setting: argument 2: run_retention "%" is not an interval', p_value
+                USING ERRCODE = 'invalid_parameter_value', HINT = 'for instance ''30 days''';
+        END;
+        IF v < interval '1 hour' THEN
+            RAISE EXCEPTION 'pgj_set_setting: argument 2: run_retention % is shorter than 1 hour', v
+                USING ERRCODE = 'invalid_parameter_value';
+        END IF;
+        UPDATE pgj_setting_ SET value = v::text WHERE name = p_name;
+    ELSE
+        RAISE EXCEPTION 'pgj_set_setting: argument 1: no setting "%"', p_name
+            USING ERRCODE = 'undefined_object', HINT = 'SELECT name FROM pgj_settings lists them';
+    END CASE;
+END
+$$;
+
+CREATE FUNCTION pgjobs.pgj_set_setting(p_name text, p_value text) RETURNS void
+LANGUAGE plpgsql SECURITY INVOKER
+SET search_path = pg_catalog, pg_temp
+AS $$
+BEGIN
+    PERFORM pgjobs.pgj_stamp_();
+    PERFORM pgjobs.pgj_setting_set_(p_name, p_value);
+END
+$$;
+COMMENT ON FUNCTION pgjobs.pgj_set_setting(text, text) IS 'Changes a setting of pgjobs (superusers only): SELECT pgj_set_setting(''run_retention'', ''90 days'')';
+
+-- pgj_jobs shows whether a job is paused (its next_run is then NULL) and its time limit.
+CREATE OR REPLACE VIEW pgjobs.pgj_jobs WITH (security_barrier) AS
+SELECT j.jobname AS name,
+       j.jobfunction AS function,
+       j.jobisstartup AS startup,
+       st.schname AS start_schedule,
+       ARRAY(SELECT s.schname FROM pgjobs.pgj_job_schedule_ js JOIN pgjobs.pgj_schedule_ s ON s.schid = js.jschid
+             WHERE js.jsjobid = j.jobid ORDER BY s.schname) AS schedules,
+       ARRAY(SELECT s.schtext FROM pgjobs.pgj_job_schedule_ js JOIN pgjobs.pgj_schedule_ s ON s.schid = js.jschid
+             WHERE js.jsjobid = j.jobid ORDER BY s.schname) AS definitions,
+       CASE WHEN NOT j.jobpaused THEN f.firenext END AS next_run,
+       f.firelastrun AS last_run,
+       f.firelaststatus AS last_status,
+       coalesce(pg_catalog.pg_get_userbyid(j.jobownerid)::text, j.jobowner) AS owner,
+       j.jobcreated AS created,
+       j.jobpaused AS paused,
+       j.jobtimeout AS timeout
+FROM pgjobs.pgj_job_ j
+LEFT JOIN pgjobs.pgj_schedule_ st ON st.schid = j.jobstartschid
+LEFT JOIN pgjobs.pgj_fire_ f ON f.firejobid = j.jobid
+WHERE pgjobs.pgj_visible_(j.jobownerid, pgjobs.pgj_role_(current_user));
+
+GRANT SELECT ON pgjobs.pgj_settings TO PUBLIC;
+GRANT EXECUTE ON FUNCTION
+    pgjobs.pgj_pause_job(text), pgjobs.pgj_resume_job(text), pgjobs.pgj_set_job_timeout(text, interval),
+    pgjobs.pgj_set_setting(text, text),
+    -- called by them, as the caller; they act for the stamped caller only
+    pgjobs.pgj_job_pause_(text, text, boolean), pgjobs.pgj_job_timeout_(text, interval),
+    pgjobs.pgj_setting_set_(text, text)
+TO PUBLIC;
