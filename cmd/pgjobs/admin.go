@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"strconv"
 
 	"github.com/pgjobs/pgjobs/config"
 	"github.com/pgjobs/pgjobs/sqlschema"
@@ -115,17 +114,19 @@ Example:
 		command(&cli.Command{
 			Name:      "updatedb",
 			Usage:     "change a database's configuration",
-			UsageText: "pgjobs updatedb [-h HOST] [-p PORT] -d DATABASE [-hh NEWHOST] [-pp NEWPORT] [-dd NEWDATABASE] [-l LOGLEVEL] [-u USER] [-n NOTIFICATION] [-r RECIPIENT]",
+			UsageText: "pgjobs updatedb [-h HOST] [-p PORT] -d DATABASE [-hh NEWHOST] [-pp NEWPORT] [-dd NEWDATABASE] [-l LOGLEVEL] [-u USER] [-n NOTIFICATION] [-r RECIPIENT] [--retention INTERVAL]",
 			Description: `A new host, port or database must be reachable and enabled (pgjobs enabledb) already.
 
 Example:
    pgjobs updatedb -d sales -l 2
-   pgjobs updatedb -d sales -hh db1,db2`,
+   pgjobs updatedb -d sales -hh db1,db2
+   pgjobs updatedb -d sales --retention '90 days'`,
 			Flags: append(targetFlags(true),
 				&cli.StringFlag{Name: "hh", Usage: "new `NEWHOST`"},
 				&cli.StringFlag{Name: "pp", Usage: "new `NEWPORT`"},
 				&cli.StringFlag{Name: "dd", Usage: "new `NEWDATABASE`"},
 				&cli.StringFlag{Name: "l", Usage: "`LOGLEVEL` 0..5"},
+				&cli.StringFlag{Name: "retention", Usage: "how long the run history is kept, an `INTERVAL` such as '90 days' (the database's run_retention setting; needs a superuser)"},
 			),
 			Action: updateDB,
 		}),
@@ -360,48 +361,6 @@ func logLevelFlag(c *cli.Context) (*config.LogLevel, error) {
 		return nil, usagef("-l %q: %v", c.String("l"), err)
 	}
 	return &level, nil
-}
-
-func updateDB(c *cli.Context) error {
-	t, chosen, err := target(c)
-	if err != nil {
-		return err
-	}
-	level, err := logLevelFlag(c)
-	if err != nil {
-		return err
-	}
-	if _, err := strconv.Atoi(c.String("pp")); c.IsSet("pp") && err != nil && c.String("pp") != config.Default {
-		return usagef("-pp %q is not a port number", c.String("pp"))
-	}
-	var updated config.Database
-	_, err = updateConfig(c, func(f *config.File) error {
-		old, err := findRow(f, t, chosen)
-		if err != nil {
-			return err
-		}
-		updated = old
-		for flag, field := range map[string]*string{"hh": &updated.Host, "pp": &updated.Port, "dd": &updated.Name,
-			"u": &updated.User, "n": &updated.Notification, "r": &updated.Recipient} {
-			if c.IsSet(flag) {
-				*field = c.String(flag)
-			}
-		}
-		if level != nil {
-			updated.LogLevel = *level
-		}
-		if updated.Target() != old.Target() || updated.ResolvedUser() != old.ResolvedUser() {
-			if err := checkEnabled(c.Context, updated); err != nil {
-				return err
-			}
-		}
-		return f.UpdateDatabase(old.ID, updated)
-	})
-	if err != nil {
-		return fmt.Errorf("updatedb: %w", err)
-	}
-	fmt.Fprintln(c.App.Writer, updated.Line())
-	return nil
 }
 
 // checkEnabled tells whether a database is reachable and has the pgjobs schema of this version.

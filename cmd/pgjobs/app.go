@@ -66,7 +66,7 @@ or after the command.`,
 		OnUsageError:   onUsageError,
 		ExitErrHandler: func(*cli.Context, error) {}, // run maps errors to exit codes, never os.Exit here
 		Flags:          []cli.Flag{configFlag()},
-		Commands:       append(adminCommands(), jobsCommand(), nextCommand()),
+		Commands:       append(adminCommands(), jobsCommand(), runsCommand(), nextCommand()),
 		Action: func(c *cli.Context) error {
 			if c.NArg() > 0 {
 				return usagef("unknown command %q; see pgjobs --help", c.Args().First())

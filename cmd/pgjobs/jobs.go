@@ -1,7 +1,9 @@
 package main
 
 import (
+	"encoding/json"
 	"fmt"
+	"io"
 	"strconv"
 	"strings"
 	"text/tabwriter"
@@ -9,6 +11,7 @@ import (
 	"unicode"
 	"unicode/utf8"
 
+	"github.com/jackc/pgx/v5"
 	"github.com/pgjobs/pgjobs/config"
 	"github.com/pgjobs/pgjobs/sqlschema"
 	"github.com/urfave/cli/v2"
@@ -18,55 +21,86 @@ func jobsCommand() *cli.Command {
 	return command(&cli.Command{
 		Name:      "jobs",
 		Usage:     "list a database's jobs with their schedules, next and last runs",
-		UsageText: "pgjobs jobs [-h HOST] [-p PORT] -d DATABASE [-u USER]",
+		UsageText: "pgjobs jobs [-h HOST] [-p PORT] -d DATABASE [-u USER] [--json]",
 		Description: `Connects as USER (default: PGUSER, else the user of the database's configuration row, else
-postgres) and lists the jobs that role may see: any role that may connect can use it.
+postgres) and lists the jobs that role may see: any role that may connect can use it. A paused
+job's NEXT RUN says paused. --json prints a JSON array of the jobs, for scripts.
 
 Example:
-   pgjobs jobs -d sales`,
-		Flags: append(targetFlags(false), &cli.StringFlag{Name: "u", Usage: "`USER` to connect as"}),
-		Action: func(c *cli.Context) error {
-			t, chosen, err := target(c)
-			if err != nil {
-				return err
-			}
-			if f, err := config.Load(configPath(c)); err == nil {
-				if row, err := findRow(f, t, chosen); err == nil {
-					t = row
-				}
-			}
-			if user := targetUser(c); user != "" {
-				t.User = user
-			}
-			conn, err := connect(c.Context, t)
-			if err != nil {
-				return fmt.Errorf("jobs: %w", err)
-			}
-			defer conn.Close(c.Context)
-			if err := sqlschema.Check(c.Context, conn); err != nil {
-				return fmt.Errorf("jobs: %s: %w", t.Target(), err)
-			}
-			jobs, err := sqlschema.JobList(c.Context, conn)
-			if err != nil {
-				return fmt.Errorf("jobs: %s: %w", t.Target(), err)
-			}
-			w := tabwriter.NewWriter(c.App.Writer, 0, 0, 2, ' ', 0)
-			fmt.Fprintln(w, "NAME\tFUNCTION\tSTARTS\tRECURS ON\tNEXT RUN\tLAST RUN\tLAST STATUS")
-			for _, j := range jobs {
-				starts := orDash(j.StartSchedule)
-				if j.Startup {
-					starts = "at agent start"
-				}
-				recurs := strings.Join(j.Recurrences, ", ")
-				if recurs == "" {
-					recurs = "-"
-				}
-				fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%s\t%s\t%s\n", printable(j.Name), printable(j.Function), printable(starts), printable(recurs),
-					timeOrDash(j.NextRun), timeOrDash(j.LastRun), orDash(j.LastStatus))
-			}
-			return w.Flush()
-		},
+   pgjobs jobs -d sales
+   pgjobs jobs -d sales --json`,
+		Flags: append(targetFlags(false), &cli.StringFlag{Name: "u", Usage: "`USER` to connect as"},
+			&cli.BoolFlag{Name: "json", Usage: "print a JSON array"}),
+		Action: listJobs,
 	})
+}
+
+func listJobs(c *cli.Context) error {
+	conn, t, err := connectReader(c)
+	if err != nil {
+		return fmt.Errorf("jobs: %w", err)
+	}
+	defer conn.Close(c.Context)
+	jobs, err := sqlschema.JobList(c.Context, conn)
+	if err != nil {
+		return fmt.Errorf("jobs: %s: %w", t.Target(), err)
+	}
+	if c.Bool("json") {
+		return printJSON(c.App.Writer, jobs)
+	}
+	w := tabwriter.NewWriter(c.App.Writer, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(w, "NAME\tFUNCTION\tSTARTS\tRECURS ON\tNEXT RUN\tLAST RUN\tLAST STATUS")
+	for _, j := range jobs {
+		starts := orDash(j.StartSchedule)
+		if j.Startup {
+			starts = "at agent start"
+		}
+		recurs := strings.Join(j.Recurrences, ", ")
+		if recurs == "" {
+			recurs = "-"
+		}
+		next := timeOrDash(j.NextRun)
+		if j.Paused {
+			next = "paused"
+		}
+		fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%s\t%s\t%s\n", printable(j.Name), printable(j.Function), printable(starts), printable(recurs),
+			next, timeOrDash(j.LastRun), orDash(j.LastStatus))
+	}
+	return w.Flush()
+}
+
+// connectReader connects for a read-only command: to the database the options or the libpq
+// environment name, as its configuration row's user unless -u or PGUSER says otherwise, and
+// checks its schema version.
+func connectReader(c *cli.Context) (*pgx.Conn, config.Database, error) {
+	t, chosen, err := target(c)
+	if err != nil {
+		return nil, t, err
+	}
+	if f, err := config.Load(configPath(c)); err == nil {
+		if row, err := findRow(f, t, chosen); err == nil {
+			t = row
+		}
+	}
+	if user := targetUser(c); user != "" {
+		t.User = user
+	}
+	conn, err := connect(c.Context, t)
+	if err != nil {
+		return nil, t, err
+	}
+	if err := sqlschema.Check(c.Context, conn); err != nil {
+		conn.Close(c.Context)
+		return nil, t, fmt.Errorf("%s: %w", t.Target(), err)
+	}
+	return conn, t, nil
+}
+
+// printJSON prints v as indented JSON.
+func printJSON(w io.Writer, v any) error {
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	return enc.Encode(v)
 }
 
 func orDash(s *string) string {
