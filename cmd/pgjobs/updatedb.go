@@ -76,4 +76,3 @@ func setRetention(c *cli.Context, d config.Database, value string) (string, erro
 	err = conn.QueryRow(c.Context, "SELECT value FROM pgjobs.pgj_settings WHERE name = 'run_retention'").Scan(&stored)
 	return stored, err
 }
-
