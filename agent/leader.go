@@ -4,6 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -79,7 +82,7 @@ func (a *dbAgent) lead(ctx context.Context, conn *pgx.Conn) (int64, error) {
 
 // take takes the lease seen in lease, free or held by a hung leader, and reports whether it did.
 func (a *dbAgent) take(ctx context.Context, conn *pgx.Conn, lease sqlschema.Lease, hung, standingBy bool) (int64, bool, error) {
-	epoch, old, ok, err := sqlschema.LeaderTake(ctx, conn, a.opt.Name, lease)
+	epoch, old, ok, err := sqlschema.LeaderTake(ctx, conn, a.opt.Name, lease, zoneName(a.opt.Location))
 	if err != nil || !ok {
 		return 0, false, err
 	}
@@ -138,4 +141,31 @@ func (a *dbAgent) endIntruders(ctx context.Context, conn *pgx.Conn) error {
 		}
 	}
 	return nil
+}
+
+// zoneName returns the IANA name of loc, which pgj_jobs computes next runs in: time.Local's from
+// TZ, else from the link /etc/localtime; "" when it cannot tell.
+func zoneName(loc *time.Location) string {
+	if name := loc.String(); name != "Local" {
+		return name
+	}
+	path := "/etc/localtime"
+	if tz, ok := os.LookupEnv("TZ"); ok {
+		tz = strings.TrimPrefix(tz, ":")
+		switch {
+		case tz == "":
+			return "UTC"
+		case !strings.HasPrefix(tz, "/"):
+			return tz
+		}
+		path = tz
+	}
+	target, err := filepath.EvalSymlinks(path)
+	if err != nil {
+		return ""
+	}
+	if _, name, ok := strings.Cut(target, "zoneinfo/"); ok {
+		return name
+	}
+	return ""
 }

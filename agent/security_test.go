@@ -214,7 +214,7 @@ func TestHungLeaderIsReplaced(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	oldEpoch, _, ok, err := sqlschema.LeaderTake(ctx, hung, "hung agent", lease)
+	oldEpoch, _, ok, err := sqlschema.LeaderTake(ctx, hung, "hung agent", lease, "UTC")
 	if err != nil || !ok {
 		t.Fatalf("take the lease: %v %v", ok, err)
 	}

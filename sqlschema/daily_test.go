@@ -54,3 +54,24 @@ func TestDailyUseAPI(t *testing.T) {
 		wantError(t, super, tt.sql, tt.code, tt.text)
 	}
 }
+
+// TestNextRunIsNeverInThePast: with no agent leading, a plan that has passed is not shown; next_run
+// is computed from the schedules instead, in the database's zone; a schedule that never fires again
+// shows NULL, and so does a paused job.
+func TestNextRunIsNeverInThePast(t *testing.T) {
+	t.Parallel()
+	db, super := apiDatabase(t)
+	alice := cluster.NewRole(t, "alice", db)
+	aliceConn := cluster.ConnectAs(t, db, alice)
+	mustExec(t, aliceConn, `SELECT pgj_create_schedule('Daily', 'D 6:30'), pgj_create_schedule('Once', 'D 2003.06.01 0:00'),
+		pgj_create_job('Stale', 'off_line()', null, 'Daily'), pgj_create_job('Gone', 'off_line()', null, 'Once'),
+		pgj_create_job('Held', 'off_line()', null, 'Daily'), pgj_pause_job('Held')`)
+	mustExec(t, super, `INSERT INTO pgjobs.pgj_fire_ (firejobid, firenext) SELECT jobid, now() - interval '1 day' FROM pgjobs.pgj_job_`)
+	got := queryString(t, aliceConn, `SELECT string_agg(name || ' ' || CASE
+			WHEN next_run IS NULL THEN 'none'
+			WHEN next_run = pgjobs.pgj_next_fire_('D 6:30', now(), current_setting('TimeZone'), now()) AND next_run > now() THEN 'ahead'
+			ELSE next_run::text END, ', ' ORDER BY name) FROM pgj_jobs`)
+	if got != "Gone none, Held none, Stale ahead" {
+		t.Fatalf("next runs: %s", got)
+	}
+}

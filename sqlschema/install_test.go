@@ -176,7 +176,7 @@ func TestUpgradeFromVersion2(t *testing.T) {
 	if err != nil || lease.Epoch != 41 || lease.PID != nil || lease.Alive {
 		t.Fatalf("lease after the upgrade = %+v, %v; want epoch 41, free", lease, err)
 	}
-	epoch, _, ok, err := sqlschema.LeaderTake(ctx, conn, "new agent", lease)
+	epoch, _, ok, err := sqlschema.LeaderTake(ctx, conn, "new agent", lease, "UTC")
 	if err != nil || !ok || epoch != 42 {
 		t.Fatalf("LeaderTake = %d %v %v", epoch, ok, err)
 	}

@@ -50,10 +50,10 @@ type Deposed struct {
 
 // LeaderTake takes the leader lease for this session as agent, if it is still as the caller's
 // last look saw it (the same epoch, and no answer of the leader since), and returns the new epoch
-// and the session of the leader it replaces. ok is false when another agent took it first or the
-// leader answered meanwhile.
-func LeaderTake(ctx context.Context, q Querier, agent string, seen Lease) (epoch int64, old Deposed, ok bool, err error) {
-	err = q.QueryRow(ctx, query("leader_take"), agent, seen.Epoch, seen.Answered).Scan(&epoch, &old.PID, &old.Start)
+// and the session of the leader it replaces; zone is the IANA zone the agent reads schedules in.
+// ok is false when another agent took it first or the leader answered meanwhile.
+func LeaderTake(ctx context.Context, q Querier, agent string, seen Lease, zone string) (epoch int64, old Deposed, ok bool, err error) {
+	err = q.QueryRow(ctx, query("leader_take"), agent, seen.Epoch, seen.Answered, zone).Scan(&epoch, &old.PID, &old.Start)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return 0, Deposed{}, false, nil
 	}

@@ -8,7 +8,9 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
+	"github.com/pgjobs/pgjobs/schedule"
 	"github.com/pgjobs/pgjobs/sqlschema"
 )
 
@@ -120,10 +122,27 @@ func TestAdminCommands(t *testing.T) {
 		       pgjobs.pgj_create_startup_job('Warm', 'off_line()')`); err != nil {
 		t.Fatal(err)
 	}
+	// No agent has planned OffLine: its next run is computed from its schedule, in the database's
+	// time zone, and lies ahead.
+	var next time.Time
+	var zone string
+	asked := time.Now()
+	if err := conn.QueryRow(context.Background(), "SELECT next_run, current_setting('TimeZone') FROM pgjobs.pgj_jobs WHERE name = 'OffLine'").Scan(&next, &zone); err != nil {
+		t.Fatal(err)
+	}
+	loc, err := time.LoadLocation(zone)
+	if err != nil {
+		t.Fatal(err)
+	}
+	daily := schedule.MustParse("D 6:30").In(loc)
+	if want, _ := daily.Next(asked); !next.Equal(want) {
+		t.Fatalf("OffLine's next run %s, want %s", next, want)
+	}
 	jobs := env.on(t, "jobs", db)
-	wantJobs := "NAME     FUNCTION           STARTS          RECURS ON           NEXT RUN  LAST RUN  LAST STATUS\n" +
-		"OffLine  public.off_line()  -               Daily0630 (D 6:30)  -         -         -\n" +
-		"Warm     public.off_line()  at agent start  -                   -         -         -\n"
+	nextText := next.Local().Format(fireTimeLayout)
+	wantJobs := "NAME     FUNCTION           STARTS          RECURS ON           NEXT RUN" + strings.Repeat(" ", len(nextText)-6) + "LAST RUN  LAST STATUS\n" +
+		"OffLine  public.off_line()  -               Daily0630 (D 6:30)  " + nextText + "  -         -\n" +
+		"Warm     public.off_line()  at agent start  -                   -" + strings.Repeat(" ", len(nextText)+1) + "-         -\n"
 	if jobs.code != 0 || jobs.stdout != wantJobs {
 		t.Fatalf("jobs:\n%s%s\nwant:\n%s", jobs.stdout, jobs.stderr, wantJobs)
 	}
