@@ -160,7 +160,8 @@ func (a *dbAgent) loop(ctx context.Context, records *pgxpool.Pool, t term) error
 	}
 	if !a.startupDone.Swap(true) {
 		for _, j := range p.startupJobs() {
-			a.fire(ctx, j, nil)
+			run := *j // a copy: a reload changes the planner's job while the run goes on
+			a.fire(ctx, &run, nil)
 		}
 	}
 	// Any role may NOTIFY pgjobs: the reloads the notifications ask for are coalesced, at most

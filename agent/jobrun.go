@@ -230,7 +230,7 @@ func (a *dbAgent) failure(j *job, err error) sqlschema.RunResult {
 			result.Message = fmt.Sprintf("cannot connect as role %s to run the job: %v", j.owner, err)
 			result.Hint = fmt.Sprintf("let the agent's OS user authenticate as %s: a pg_hba.conf rule for it, or a ~/.pgpass line for it", j.owner)
 		}
-	case j.timeout > 0 && (isPg && pgErr.Code == "57014" || errors.Is(err, context.DeadlineExceeded)):
+	case j.timeout > 0 && (isPg && pgErr.Code == "57014" && strings.Contains(pgErr.Message, "statement timeout") || errors.Is(err, context.DeadlineExceeded)):
 		result.SQLState = "57014"
 		result.Message = fmt.Sprintf("the run took longer than the job's time limit of %s and was cancelled", j.timeout)
 		if result.Detail == "" {

@@ -24,6 +24,7 @@ type job struct {
 	lastFire  *time.Time    // the latest fire claimed, if any
 	lastRun   bool          // whether lastFire has a run row
 	timeout   time.Duration // a run's time limit, 0 when none
+	resumed   *time.Time    // when it was last resumed after a pause, if ever
 }
 
 // ownedBy returns a copy of the job for one run, with the name its owner's role has now: nil when

@@ -60,7 +60,11 @@ func (p *planner) load(stored []sqlschema.StoredJob, now time.Time) {
 		if !gone {
 			owner = *s.Owner
 		}
-		sig := fmt.Sprintf("%s|%s|%d|%v|%v|%v|%d|%v|%q", s.Call, owner, s.OwnerID, gone, s.Resolved, s.Startup, s.StartSet.UnixNano(), s.StartSchedule, s.Schedules)
+		var resumed int64
+		if s.Resumed != nil {
+			resumed = s.Resumed.UnixNano()
+		}
+		sig := fmt.Sprintf("%s|%s|%d|%v|%v|%v|%d|%v|%q|%d", s.Call, owner, s.OwnerID, gone, s.Resolved, s.Startup, s.StartSet.UnixNano(), s.StartSchedule, s.Schedules, resumed)
 		if s.StartSchedule != nil {
 			sig = fmt.Sprintf("%s|%s", sig, *s.StartSchedule)
 		}
@@ -74,7 +78,7 @@ func (p *planner) load(stored []sqlschema.StoredJob, now time.Time) {
 			p.order = append(p.order, s.ID)
 			continue
 		}
-		j := &job{id: s.ID, name: s.Name, call: s.Call, owner: owner, ownerID: s.OwnerID, ownerGone: gone, resolved: s.Resolved, startup: s.Startup, startSet: s.StartSet, plannedAt: s.NextRun, lastFire: s.LastFire, lastRun: s.LastFireRun, timeout: timeout}
+		j := &job{id: s.ID, name: s.Name, call: s.Call, owner: owner, ownerID: s.OwnerID, ownerGone: gone, resolved: s.Resolved, startup: s.Startup, startSet: s.StartSet, plannedAt: s.NextRun, lastFire: s.LastFire, lastRun: s.LastFireRun, timeout: timeout, resumed: s.Resumed}
 		if err := j.parseJobSchedules(s.StartSchedule, s.Schedules, p.opt.Location, p.opt.Start); err != nil {
 			p.log.Error(err.Error(), "status", statusStarting)
 			continue
@@ -94,7 +98,8 @@ func (p *planner) load(stored []sqlschema.StoredJob, now time.Time) {
 }
 
 // missed returns, per job, the fires that passed before now - lateTolerance without being
-// claimed: after the latest claimed fire, or else from the fire planned before.
+// claimed: after the latest claimed fire, or else from the fire planned before, and after the job
+// was last resumed.
 func (p *planner) missed(now time.Time) []missedFires {
 	limit := now.Add(-lateTolerance)
 	var out []missedFires
@@ -109,8 +114,11 @@ func (p *planner) missed(now time.Time) []missedFires {
 		default:
 			continue
 		}
+		if j.resumed != nil && j.resumed.After(after) {
+			after = *j.resumed // the fires of a pause are not missed
+		}
 		var m missedFires
-		if j.lastFire != nil && !j.lastRun && !j.lastFire.After(limit) {
+		if j.lastFire != nil && !j.lastRun && !j.lastFire.After(limit) && (j.resumed == nil || j.lastFire.After(*j.resumed)) {
 			// Claimed ahead by an agent that stopped before its run was recorded.
 			m = missedFires{job: j, first: *j.lastFire, last: *j.lastFire, count: 1}
 		}

@@ -53,6 +53,7 @@ type StoredJob struct {
 	LastFire      *time.Time     // the latest fire claimed (run, skipped or missed), nil when none
 	LastFireRun   bool           // whether LastFire has a run row
 	Timeout       *time.Duration // the time limit of a run, nil when none
+	Resumed       *time.Time     // when the job was last resumed: no fire before it runs or is missed
 }
 
 // JobLoad returns every job of the database that is not paused.
@@ -63,7 +64,7 @@ func JobLoad(ctx context.Context, q Execer) ([]StoredJob, error) {
 	}
 	jobs, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (StoredJob, error) {
 		var j StoredJob
-		err := row.Scan(&j.ID, &j.Name, &j.Call, &j.OwnerID, &j.Owner, &j.OwnerWas, &j.Resolved, &j.Startup, &j.StartSet, &j.NextRun, &j.StartSchedule, &j.Schedules, &j.LastFire, &j.LastFireRun, &j.Timeout)
+		err := row.Scan(&j.ID, &j.Name, &j.Call, &j.OwnerID, &j.Owner, &j.OwnerWas, &j.Resolved, &j.Startup, &j.StartSet, &j.NextRun, &j.StartSchedule, &j.Schedules, &j.LastFire, &j.LastFireRun, &j.Timeout, &j.Resumed)
 		return j, err
 	})
 	if err != nil {

@@ -35,7 +35,8 @@ func TestDailyUseAPI(t *testing.T) {
 		wantError(t, bobConn, tt.sql, tt.code, tt.text)
 	}
 	for _, tt := range []struct{ sql, code, text string }{
-		{"SELECT pgj_set_job_timeout('Mine', '0.5 seconds')", "22023", "pgj_set_job_timeout: argument 2: the time limit 00:00:00.5 is out of range 1 second .. 1 year"},
+		{"SELECT pgj_set_job_timeout('Mine', '0.5 seconds')", "22023", "pgj_set_job_timeout: argument 2: the time limit 00:00:00.5 is out of range 1 second .. 24 days"},
+		{"SELECT pgj_set_job_timeout('Mine', '30 days')", "22023", "pgj_set_job_timeout: argument 2: the time limit 30 days is out of range 1 second .. 24 days"},
 	} {
 		wantError(t, aliceConn, tt.sql, tt.code, tt.text)
 	}
@@ -48,7 +49,8 @@ func TestDailyUseAPI(t *testing.T) {
 	}
 	for _, tt := range []struct{ sql, code, text string }{
 		{"SELECT pgj_set_setting('run_retention', 'forever')", "22023", `pgj_set_setting: argument 2: run_retention "forever" is not an interval`},
-		{"SELECT pgj_set_setting('run_retention', '1 minute')", "22023", "pgj_set_setting: argument 2: run_retention 00:01:00 is shorter than 1 hour"},
+		{"SELECT pgj_set_setting('run_retention', '1 minute')", "22023", "pgj_set_setting: argument 2: run_retention 00:01:00 is out of range 1 hour .. 100 years"},
+		{"SELECT pgj_set_setting('run_retention', '200000 years')", "22023", "pgj_set_setting: argument 2: run_retention 200000 years is out of range 1 hour .. 100 years"},
 		{"SELECT pgj_set_setting('colour', 'blue')", "42704", `pgj_set_setting: argument 1: no setting "colour"`},
 	} {
 		wantError(t, super, tt.sql, tt.code, tt.text)

@@ -117,16 +117,17 @@ func timeOrDash(t *time.Time) string {
 	return t.Local().Format(fireTimeLayout)
 }
 
-// printable returns s with control characters, line separators and invalid UTF-8 written as Go
-// escapes (\n, \t, \x1b): names and calls are any role's text, and may not forge rows of the
-// listing or drive the terminal.
+// printable returns s with control characters, format characters (bidi overrides, zero-width
+// spaces), line separators and invalid UTF-8 written as Go escapes (\n, \t, \x1b, \u202e): names
+// and calls are any role's text, and may not forge rows of the listing, reorder or hide text, or
+// drive the terminal.
 func printable(s string) string {
 	var b strings.Builder
 	for i, r := range s {
 		switch {
 		case r == utf8.RuneError && !strings.HasPrefix(s[i:], "\uFFFD"):
 			fmt.Fprintf(&b, "\\x%02x", s[i])
-		case unicode.IsControl(r) || r == '\u2028' || r == '\u2029':
+		case unicode.IsControl(r) || unicode.Is(unicode.Cf, r) || r == '\u2028' || r == '\u2029':
 			q := strconv.QuoteRune(r)
 			b.WriteString(q[1 : len(q)-1])
 		default:

@@ -14,6 +14,9 @@ func TestPrintable(t *testing.T) {
 		{"invalid UTF-8", "a\xffb", `a\xffb`},
 		{"replacement character itself", "a\uFFFDb", "a\uFFFDb"},
 		{"multibyte", "tâche", "tâche"},
+		{"bidi override reordering the row", "Bill\u202eevil", `Bill\u202eevil`},
+		{"zero-width space hiding a difference", "Bill\u200bing", `Bill\u200bing`},
+		{"bidi isolate", "a\u2066b\u2069", `a\u2066b\u2069`},
 	} {
 		if got := printable(tt.in); got != tt.want {
 			t.Errorf("%s: printable(%q) = %q, want %q", tt.name, tt.in, got, tt.want)

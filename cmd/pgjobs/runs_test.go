@@ -101,7 +101,7 @@ declined', 'retry'),
 		t.Fatal(got, err)
 	}
 	short := env.on(t, "updatedb", db, "--retention", "1 minute")
-	if short.code != 1 || !strings.Contains(short.stderr, "run_retention 00:01:00 is shorter than 1 hour") {
+	if short.code != 1 || !strings.Contains(short.stderr, "run_retention 00:01:00 is out of range 1 hour .. 100 years") {
 		t.Fatalf("updatedb --retention '1 minute': %#v", short)
 	}
 }

@@ -1,7 +1,8 @@
 -- Every job that is not paused, with what the agent needs to plan and run it: its owner's role OID, the role's name
 -- now (NULL when the role was dropped), whether its call was resolved (version 1 calls that could
 -- not be resolved again do not run), its start schedule and recurrences as canonical texts, the
--- fire planned before, the latest fire claimed and whether it has a run row, and its time limit.
+-- fire planned before, the latest fire claimed and whether it has a run row, its time limit, and
+-- when it was last resumed.
 SELECT j.jobid, j.jobname, j.jobfunction, j.jobownerid, r.rolname, j.jobowner, j.jobfuncoid IS NOT NULL,
        j.jobisstartup, j.jobstartset, f.firenext,
        st.schtext,
@@ -9,7 +10,7 @@ SELECT j.jobid, j.jobname, j.jobfunction, j.jobownerid, r.rolname, j.jobowner, j
              WHERE js.jsjobid = j.jobid ORDER BY s.schid),
        f.firelast,
        EXISTS (SELECT FROM pgjobs.pgj_run_ r WHERE r.runjobid = j.jobid AND r.runscheduled = f.firelast),
-       j.jobtimeout
+       j.jobtimeout, j.jobresumed
 FROM pgjobs.pgj_job_ j
 LEFT JOIN pg_catalog.pg_roles r ON r.oid = j.jobownerid
 LEFT JOIN pgjobs.pgj_schedule_ st ON st.schid = j.jobstartschid

@@ -6,11 +6,13 @@ SET LOCAL search_path = pg_catalog, pg_temp;
 
 ALTER TABLE pgjobs.pgj_job_
     ADD COLUMN jobpaused  boolean NOT NULL DEFAULT false, -- fires while paused are neither run nor missed
+    ADD COLUMN jobresumed timestamptz,                    -- when it was last resumed: no fire before counts
     ADD COLUMN jobtimeout interval;                       -- a run over it is cancelled; NULL: none
 
 -- pgj_job_pause_ pauses (p_paused) or resumes the caller's job. A paused job keeps its schedules;
--- the agent plans nothing for it. Resuming forgets the fires of the pause: the job is planned from
--- now, as a changed job is, and no agent counts the fires it had while paused as missed.
+-- the agent plans nothing for it. Resuming stamps the job: the agent plans it from then on and
+-- counts no fire before as missed. Only the caller's pgj_job_ row is written: the agent's own
+-- tables are never locked by a role's transaction.
 CREATE FUNCTION pgjobs.pgj_job_pause_(p_function text, p_name text, p_paused boolean) RETURNS void
 LANGUAGE plpgsql SECURITY DEFINER
 SET search_path = pgjobs, pg_catalog, pg_temp
@@ -22,12 +24,8 @@ BEGIN
     IF job.jobpaused = p_paused THEN
         RETURN; -- already so
     END IF;
-    UPDATE pgj_job_ SET jobpaused = p_paused WHERE jobid = job.jobid;
-    IF p_paused THEN
-        UPDATE pgj_fire_ SET firenext = NULL WHERE firejobid = job.jobid;
-    ELSE
-        UPDATE pgj_fire_ SET firenext = NULL, firelast = NULL WHERE firejobid = job.jobid;
-    END IF;
+    UPDATE pgj_job_ SET jobpaused = p_paused, jobresumed = CASE WHEN p_paused THEN jobresumed ELSE now() END
+    WHERE jobid = job.jobid;
 END
 $$;
 
@@ -62,8 +60,10 @@ DECLARE
     caller oid := pgj_caller_take_('pgj_set_job_timeout');
     job pgj_job_ := pgj_job_find_('pgj_set_job_timeout', 1, p_name, caller);
 BEGIN
-    IF p_timeout IS NOT NULL AND (p_timeout < interval '1 second' OR p_timeout > interval '1 year') THEN
-        RAISE EXCEPTION 'pgj_set_job_timeout: argument 2: the time limit % is out of range 1 second .. 1 year', p_timeout
+    -- At most 24 days: PostgreSQL's statement_timeout, which enforces it, counts milliseconds in
+    -- 32 bits.
+    IF p_timeout IS NOT NULL AND (p_timeout < interval '1 second' OR p_timeout > interval '24 days') THEN
+        RAISE EXCEPTION 'pgj_set_job_timeout: argument 2: the time limit % is out of range 1 second .. 24 days', p_timeout
             USING ERRCODE = 'invalid_parameter_value', HINT = 'NULL removes the limit';
     END IF;
     UPDATE pgj_job_ SET jobtimeout = p_timeout WHERE jobid = job.jobid;
@@ -79,7 +79,7 @@ BEGIN
     PERFORM pgjobs.pgj_job_timeout_(p_name, p_timeout);
 END
 $$;
-COMMENT ON FUNCTION pgjobs.pgj_set_job_timeout(text, interval) IS 'Sets the time limit of your job''s runs (NULL: none); a run over it is cancelled and recorded as failed';
+COMMENT ON FUNCTION pgjobs.pgj_set_job_timeout(text, interval) IS 'Sets the time limit of your job''s runs, 1 second to 24 days (NULL: none); a run over it is cancelled and recorded as failed';
 
 -- The settings, readable by every role; pgj_set_setting changes one, for superusers only.
 CREATE VIEW pgjobs.pgj_settings AS
@@ -96,7 +96,7 @@ DECLARE
     caller oid := pgj_caller_take_('pgj_set_setting');
     v interval;
 BEGIN
-    IF NOT (SELECT rolsuper FROM pg_roles WHERE oid = caller) THEN
+    IF (SELECT rolsuper FROM pg_roles WHERE oid = caller) IS NOT TRUE THEN
         RAISE EXCEPTION 'pgj_set_setting: only a superuser may change the settings'
             USING ERRCODE = 'insufficient_privilege';
     END IF;
@@ -110,8 +110,8 @@ BEGIN
             RAISE EXCEPTION 'pgj_set_setting: argument 2: run_retention "%" is not an interval', p_value
                 USING ERRCODE = 'invalid_parameter_value', HINT = 'for instance ''30 days''';
         END;
-        IF v < interval '1 hour' THEN
-            RAISE EXCEPTION 'pgj_set_setting: argument 2: run_retention % is shorter than 1 hour', v
+        IF v < interval '1 hour' OR v > interval '100 years' THEN
+            RAISE EXCEPTION 'pgj_set_setting: argument 2: run_retention % is out of range 1 hour .. 100 years', v
                 USING ERRCODE = 'invalid_parameter_value';
         END IF;
         UPDATE pgj_setting_ SET value = v::text WHERE name = p_name;
