@@ -239,6 +239,9 @@ func (a *dbAgent) failure(j *job, err error) sqlschema.RunResult {
 		result.Hint = fmt.Sprintf("SELECT pgjobs.pgj_set_job_timeout(%s, interval '...') changes the limit; NULL removes it", sqlLiteral(j.name))
 	case isPg:
 		result.Message = pgErr.Message
+		if pgErr.Code == "42704" && strings.Contains(pgErr.Message, "was dropped: the job does not run") {
+			_, result.Hint = refusal(&job{name: j.name, ownerGone: true}) // the guard's hint names no job
+		}
 	}
 	result.Message = clip(result.Message, maxMessage)
 	result.Detail, result.Hint, result.Context = clip(result.Detail, maxMessage), clip(result.Hint, maxMessage), clip(result.Context, maxMessage)

@@ -41,7 +41,7 @@ type VersionError struct {
 
 func (e *VersionError) Error() string {
 	if e.Installed < e.Known {
-		return fmt.Sprintf("the pgjobs schema is version %d, older than version %d of this program: upgrade it with pgjobs updatesystem", e.Installed, e.Known)
+		return fmt.Sprintf("the pgjobs schema is version %d, older than version %d of this program: upgrade it with pgjobs updatesystem -v %[2]d.00", e.Installed, e.Known)
 	}
 	return fmt.Sprintf("the pgjobs schema is version %d, newer than version %d of this program: install a newer pgjobs", e.Installed, e.Known)
 }
@@ -120,7 +120,7 @@ func Installed(ctx context.Context, q Querier) (int, error) {
 	if err := q.QueryRow(ctx, query("version_get")).Scan(&v); err != nil {
 		var pgErr *pgconn.PgError
 		if errors.As(err, &pgErr) && pgErr.Code == "42501" { // insufficient_privilege: before version 3
-			return 0, fmt.Errorf("read the pgjobs schema version: %w; the schema is older than version 3, whose version only a superuser may read: a superuser upgrades it with pgjobs updatesystem", err)
+			return 0, fmt.Errorf("read the pgjobs schema version: %w; the schema is older than version 3, whose version only a superuser may read: a superuser upgrades it with pgjobs updatesystem -v %d.00", err, Latest())
 		}
 		return 0, fmt.Errorf("read the pgjobs schema version: %w", err)
 	}
