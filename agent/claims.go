@@ -83,11 +83,23 @@ func (a *dbAgent) fireClaimed(ctx context.Context, records *pgxpool.Pool, t term
 			ok[c.JobID] = c.Owner
 		}
 	}
+	now := a.opt.Clock.Now()
 	for _, f := range fires {
 		owner, mine := ok[f.job.id]
 		if !mine {
 			a.logf(agentlog.LevelInfo, statusFiring, "job %s: the fire of %s was claimed by another agent", f.job.name, f.at.Format(time.RFC3339))
 			continue
+		}
+		if late := now.Sub(f.at); late > t.lateLimit {
+			// This agent was stopped or hung past the fire: it does not run it that late.
+			msg := fmt.Sprintf("the fire of %s was missed: the agent could run it only %s late, past the late_limit setting (%s)", f.at.Format(time.RFC3339), late.Round(time.Second), t.lateLimit)
+			a.logf(agentlog.LevelEssential, statusFiring, "job %s: %s", f.job.name, msg)
+			if err := sqlschema.RunRecord(ctx, records, f.job.id, f.job.name, f.job.owner, f.job.ownerID, f.at, "missed", msg, a.opt.Name); err != nil {
+				return err
+			}
+			continue
+		} else if late > lateTolerance {
+			a.logf(agentlog.LevelEssential, statusFiring, "job %s: the fire of %s runs %s late: no agent could run it in time (late_limit %s)", f.job.name, f.at.Format(time.RFC3339), late.Round(time.Millisecond), t.lateLimit)
 		}
 		if a.foreignBusy[f.job.id] {
 			a.recordSkipped(f.job, f.at, "a run of another agent was still going")

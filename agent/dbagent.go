@@ -61,6 +61,7 @@ type dbAgent struct {
 	pending   []pendingFinish // run ends not yet recorded: the database was unreachable
 
 	startupDone atomic.Bool // startup jobs ran in this agent's life
+	anchor      time.Time   // the instant interval schedules count from: the agent's start, or its takeover
 
 	pruned      time.Time    // when old runs were last deleted; the loop's
 	foreignRuns bool         // runs of other agents are recorded as running; the loop's
@@ -83,6 +84,7 @@ func newDBAgent(db Database, opt Options, runCtx context.Context) *dbAgent {
 		slots:   make(chan struct{}, opt.MaxRuns),
 		running: map[int]bool{},
 		pools:   map[string]*pgxpool.Pool{},
+		anchor:  opt.Start,
 	}
 }
 
@@ -148,7 +150,7 @@ func (a *dbAgent) run(ctx context.Context) {
 func (a *dbAgent) loop(ctx context.Context, records *pgxpool.Pool, t term) error {
 	t.progress.Store(time.Now().UnixNano())
 	epoch := t.epoch
-	p := newPlanner(a.opt, a.log)
+	p := newPlanner(a.opt, a.log, t.anchor, t.lateLimit)
 	stored, err := sqlschema.JobLoad(ctx, records)
 	if err != nil {
 		return err
@@ -158,7 +160,7 @@ func (a *dbAgent) loop(ctx context.Context, records *pgxpool.Pool, t term) error
 	if err := a.recordMissed(ctx, records, epoch, p.missed(now)); err != nil {
 		return err
 	}
-	if !a.startupDone.Swap(true) {
+	if t.runStartup {
 		for _, j := range p.startupJobs() {
 			run := *j // a copy: a reload changes the planner's job while the run goes on
 			a.fire(ctx, &run, nil)

@@ -23,7 +23,7 @@ const lockWait = 5 * time.Second
 const wakeEvery = time.Second
 
 // lead returns once this session holds the leader lease of the database, with the lease's new
-// epoch, or ctx ends.
+// epoch and the agent that held it before (nil when none ever did), or ctx ends.
 //
 // The lease is a row only the agents' roles may write: no other role can take or hold it. It is
 // free when its leader session has ended or the leader gave it up (a soft stop, which wakes the
@@ -36,9 +36,9 @@ const wakeEvery = time.Second
 // and that hold or queue for strong locks on pgjobs' tables (see leader_intruders.sql). A take is
 // a compare-and-set on the epoch and the leader's last answer, so a leader that answered between
 // the look and the take keeps the lead.
-func (a *dbAgent) lead(ctx context.Context, conn *pgx.Conn) (int64, error) {
+func (a *dbAgent) lead(ctx context.Context, conn *pgx.Conn) (int64, *string, error) {
 	if _, err := conn.Exec(ctx, "LISTEN pgjobs_leader"); err != nil {
-		return 0, fmt.Errorf("listen for the leader: %w", err)
+		return 0, nil, fmt.Errorf("listen for the leader: %w", err)
 	}
 	standingBy := false
 	// The oldest ping the current leader has not answered: when it was sent by the server's clock,
@@ -50,12 +50,12 @@ func (a *dbAgent) lead(ctx context.Context, conn *pgx.Conn) (int64, error) {
 	for {
 		// First, so that no queued lock of another role keeps this agent from reading the lease.
 		if err := a.endIntruders(ctx, conn); err != nil {
-			return 0, err
+			return 0, nil, err
 		}
 		lookedAt := time.Now()
 		lease, err := sqlschema.LeaderLook(ctx, conn, standingBy)
 		if err != nil {
-			return 0, err
+			return 0, nil, err
 		}
 		if lease.Epoch != leaderEpoch || pingSent.IsZero() || (lease.Answered != nil && !lease.Answered.Before(pingSent)) {
 			// This look's ping is the oldest unanswered.
@@ -63,9 +63,9 @@ func (a *dbAgent) lead(ctx context.Context, conn *pgx.Conn) (int64, error) {
 		}
 		hung := standingBy && lease.Alive && time.Since(pingLocal) >= a.opt.LeaderTimeout
 		if !lease.Alive || hung {
-			epoch, taken, err := a.take(ctx, conn, lease, hung, standingBy)
+			epoch, previous, taken, err := a.take(ctx, conn, lease, hung, standingBy)
 			if err != nil || taken {
-				return epoch, err
+				return epoch, previous, err
 			}
 			continue // another agent was first: look again
 		}
@@ -75,16 +75,17 @@ func (a *dbAgent) lead(ctx context.Context, conn *pgx.Conn) (int64, error) {
 			continue // ping it now
 		}
 		if err := a.standBy(ctx, conn); err != nil {
-			return 0, err
+			return 0, nil, err
 		}
 	}
 }
 
-// take takes the lease seen in lease, free or held by a hung leader, and reports whether it did.
-func (a *dbAgent) take(ctx context.Context, conn *pgx.Conn, lease sqlschema.Lease, hung, standingBy bool) (int64, bool, error) {
+// take takes the lease seen in lease, free or held by a hung leader, and reports whether it did,
+// and which agent led before.
+func (a *dbAgent) take(ctx context.Context, conn *pgx.Conn, lease sqlschema.Lease, hung, standingBy bool) (int64, *string, bool, error) {
 	epoch, old, ok, err := sqlschema.LeaderTake(ctx, conn, a.opt.Name, lease, zoneName(a.opt.Location))
 	if err != nil || !ok {
-		return 0, false, err
+		return 0, nil, false, err
 	}
 	if hung {
 		a.logf(agentlog.LevelError, statusStarting, "warning: the active agent (session %d) left pings unanswered for %s: taking the lead from it", *lease.PID, a.opt.LeaderTimeout)
@@ -97,7 +98,7 @@ func (a *dbAgent) take(ctx context.Context, conn *pgx.Conn, lease sqlschema.Leas
 	if standingBy {
 		a.logf(agentlog.LevelEssential, statusStarting, "taking over as the active agent")
 	}
-	return epoch, true, nil
+	return epoch, old.Agent, true, nil
 }
 
 // standBy waits LeaderPing, or less when woken on pgjobs_leader (not sooner than wakeEvery).

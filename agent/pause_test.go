@@ -56,7 +56,8 @@ func TestResumeKeepsTheClaimedFire(t *testing.T) {
 	alice := cluster.NewRole(t, "alice", db.name)
 	ctx := context.Background()
 	aliceConn := cluster.ConnectAs(t, db.name, alice)
-	if _, err := aliceConn.Exec(ctx, `SELECT pgj_create_schedule('Minutely', 'I 0:01'), pgj_create_job('Tick', 'note(''Tick'')', null, 'Minutely')`); err != nil {
+	if _, err := aliceConn.Exec(ctx, `SELECT pgj_create_schedule('At01', 'D 01'), pgj_create_schedule('At02', 'D 02'),
+		pgj_create_job('Tick', 'note(''Tick'')', null, 'At01'), pgj_add_job_schedule('Tick', 'At02')`); err != nil {
 		t.Fatal(err)
 	}
 	clock := fakeclock.New(t0)

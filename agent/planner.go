@@ -10,10 +10,13 @@ import (
 
 // planner keeps each job's next fire. Only the database agent's loop uses it.
 type planner struct {
-	opt   Options
-	log   *slog.Logger
-	jobs  map[int]*plannedJob
-	order []int // job ids in load order, for a stable order of fires
+	opt       Options
+	log       *slog.Logger
+	anchor    time.Time     // interval schedules count from it
+	lateLimit time.Duration // how late a fire of the time no agent could run it may still run
+	loaded    bool          // the first load of the term is done
+	jobs      map[int]*plannedJob
+	order     []int // job ids in load order, for a stable order of fires
 }
 
 type plannedJob struct {
@@ -23,8 +26,7 @@ type plannedJob struct {
 	recorded  *time.Time // the next fire as the database has it
 }
 
-// lateTolerance is how late a fire may still run when the agent starts or a job changes; an older
-// one counts as missed.
+// lateTolerance is how late a fire may still run when a job changes; an older one is not run.
 const lateTolerance = time.Second
 
 // dueFire is a fire to run now.
@@ -46,12 +48,14 @@ type plansUpdate struct {
 	next []*time.Time
 }
 
-func newPlanner(opt Options, log *slog.Logger) *planner {
-	return &planner{opt: opt, log: log, jobs: map[int]*plannedJob{}}
+func newPlanner(opt Options, log *slog.Logger, anchor time.Time, lateLimit time.Duration) *planner {
+	return &planner{opt: opt, log: log, anchor: anchor, lateLimit: max(lateLimit, lateTolerance), jobs: map[int]*plannedJob{}}
 }
 
 // load replaces the jobs with those stored. An unchanged job keeps its plan; a new or changed one
 // is planned from a moment ago (lateTolerance), never again at or before its latest claimed fire.
+// At the first load of a term, a job planned or fired before is planned from lateLimit ago: the
+// fires that fell due while no agent could run them run late, if no agent claimed them.
 func (p *planner) load(stored []sqlschema.StoredJob, now time.Time) {
 	jobs := make(map[int]*plannedJob, len(stored))
 	p.order = p.order[:0]
@@ -79,12 +83,15 @@ func (p *planner) load(stored []sqlschema.StoredJob, now time.Time) {
 			continue
 		}
 		j := &job{id: s.ID, name: s.Name, call: s.Call, owner: owner, ownerID: s.OwnerID, ownerGone: gone, resolved: s.Resolved, startup: s.Startup, startSet: s.StartSet, plannedAt: s.NextRun, lastFire: s.LastFire, lastRun: s.LastFireRun, timeout: timeout, resumed: s.Resumed}
-		if err := j.parseJobSchedules(s.StartSchedule, s.Schedules, p.opt.Location, p.opt.Start); err != nil {
+		if err := j.parseJobSchedules(s.StartSchedule, s.Schedules, p.opt.Location, p.anchor); err != nil {
 			p.log.Error(err.Error(), "status", statusStarting)
 			continue
 		}
 		pj := &plannedJob{job: j, signature: sig, recorded: s.NextRun}
 		from := now.Add(-lateTolerance)
+		if !p.loaded && (s.NextRun != nil || s.LastFire != nil) {
+			from = now.Add(-p.lateLimit)
+		}
 		if s.LastFire != nil && s.LastFire.After(from) {
 			from = *s.LastFire
 		}
@@ -95,13 +102,14 @@ func (p *planner) load(stored []sqlschema.StoredJob, now time.Time) {
 		p.order = append(p.order, s.ID)
 	}
 	p.jobs = jobs
+	p.loaded = true
 }
 
-// missed returns, per job, the fires that passed before now - lateTolerance without being
+// missed returns, per job, the fires that passed before now - lateLimit without being
 // claimed: after the latest claimed fire, or else from the fire planned before, and after the job
 // was last resumed.
 func (p *planner) missed(now time.Time) []missedFires {
-	limit := now.Add(-lateTolerance)
+	limit := now.Add(-p.lateLimit)
 	var out []missedFires
 	for _, id := range p.order {
 		j := p.jobs[id].job

@@ -48,8 +48,12 @@ func (a *dbAgent) serve(ctx context.Context, onConnected func()) error {
 	if err := sqlschema.Check(ctx, conn); err != nil {
 		return err
 	}
-	epoch, err := a.lead(ctx, conn)
+	epoch, previous, err := a.lead(ctx, conn)
 	if err != nil {
+		return err
+	}
+	start := a.startTerm(previous)
+	if start.lateLimit, err = sqlschema.SettingLateLimit(ctx, conn); err != nil {
 		return err
 	}
 	defer a.release(conn, epoch)
@@ -70,7 +74,7 @@ func (a *dbAgent) serve(ctx context.Context, onConnected func()) error {
 
 	listenCtx, stopListening := context.WithCancel(context.Background())
 	defer stopListening()
-	term := term{epoch: epoch, changes: make(chan struct{}, 1), pings: make(chan struct{}, 1), lost: make(chan error, 1),
+	term := term{epoch: epoch, termStart: start, changes: make(chan struct{}, 1), pings: make(chan struct{}, 1), lost: make(chan error, 1),
 		lostLead: make(chan error, 1), progress: &atomic.Int64{}}
 	answering := make(chan struct{})
 	go func() {
@@ -121,12 +125,38 @@ func (a *dbAgent) serve(ctx context.Context, onConnected func()) error {
 // term is what a leadership term gives the loop: its epoch, the notifications of the leader
 // session by topic, and the loop's progress, which the answers to the standbys report on.
 type term struct {
+	termStart
 	epoch    int64
 	changes  chan struct{} // pgjobs: the jobs changed
 	pings    chan struct{} // pgjobs_ping: a standby asks whether the leader lives
 	lost     chan error    // the leader session ended
 	lostLead chan error    // another agent took the lease (ErrLostLead)
 	progress *atomic.Int64 // when the loop left its wait (Unix ns), 0 while it waits
+}
+
+// termStart is what a term starts with: whether it is a start for the database (startup jobs run),
+// the instant interval schedules count from, and the late_limit setting.
+type termStart struct {
+	runStartup bool
+	anchor     time.Time
+	lateLimit  time.Duration
+}
+
+// startTerm decides, once this agent leads, how its term starts. Taking the lead from another
+// agent is a start for the database: startup jobs run, and interval schedules count from now, with
+// no missed fires for the intervals of the agent replaced. An agent's first term on a database no
+// agent led counts from the agent's start; its later terms after a lost session, with no other
+// agent in between, go on as before.
+func (a *dbAgent) startTerm(previous *string) termStart {
+	takeover := previous != nil && *previous != a.opt.Name
+	if takeover {
+		a.anchor = a.opt.Clock.Now()
+	}
+	start := termStart{runStartup: takeover || !a.startupDone.Load(), anchor: a.anchor}
+	if start.runStartup {
+		a.startupDone.Store(true)
+	}
+	return start
 }
 
 // woke stops the loop's timer, if any, and marks the loop busy: it left its wait.

@@ -194,3 +194,13 @@ func nullIfEmpty(s string) *string {
 	}
 	return &s
 }
+
+// SettingLateLimit returns the late_limit setting: how late an agent still runs a fire that fell
+// due while no agent could run it.
+func SettingLateLimit(ctx context.Context, q Querier) (time.Duration, error) {
+	var ms int64
+	if err := q.QueryRow(ctx, query("setting_late_limit")).Scan(&ms); err != nil {
+		return 0, fmt.Errorf("read the late_limit setting: %w", err)
+	}
+	return time.Duration(ms) * time.Millisecond, nil
+}

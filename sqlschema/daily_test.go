@@ -43,7 +43,10 @@ func TestDailyUseAPI(t *testing.T) {
 	if got := queryString(t, bobConn, "SELECT value FROM pgj_settings WHERE name = 'run_retention'"); got != "30 days" {
 		t.Fatalf("run_retention as bob reads it: %s", got)
 	}
-	mustExec(t, super, "SELECT pgj_set_setting('run_retention', '90 days')")
+	mustExec(t, super, "SELECT pgj_set_setting('run_retention', '90 days'), pgj_set_setting('late_limit', '1 minute')")
+	if got := queryString(t, bobConn, "SELECT value FROM pgj_settings WHERE name = 'late_limit'"); got != "00:01:00" {
+		t.Fatalf("late_limit after the change: %s", got)
+	}
 	if got := queryString(t, aliceConn, "SELECT value FROM pgj_settings WHERE name = 'run_retention'"); got != "90 days" {
 		t.Fatalf("run_retention after the change: %s", got)
 	}
@@ -52,6 +55,7 @@ func TestDailyUseAPI(t *testing.T) {
 		{"SELECT pgj_set_setting('run_retention', '1 minute')", "22023", "pgj_set_setting: argument 2: run_retention 00:01:00 is out of range 1 hour .. 100 years"},
 		{"SELECT pgj_set_setting('run_retention', '200000 years')", "22023", "pgj_set_setting: argument 2: run_retention 200000 years is out of range 1 hour .. 100 years"},
 		{"SELECT pgj_set_setting('colour', 'blue')", "42704", `pgj_set_setting: argument 1: no setting "colour"`},
+		{"SELECT pgj_set_setting('late_limit', '2 hours')", "22023", "pgj_set_setting: argument 2: late_limit 02:00:00 is out of range 1 second .. 1 hour"},
 	} {
 		wantError(t, super, tt.sql, tt.code, tt.text)
 	}

@@ -42,10 +42,11 @@ func LeaderLook(ctx context.Context, q Querier, ping bool) (Lease, error) {
 	return l, nil
 }
 
-// Deposed is the session of a leader replaced by LeaderTake.
+// Deposed is the session of a leader replaced by LeaderTake, and its agent.
 type Deposed struct {
 	PID   *int
 	Start *time.Time
+	Agent *string // nil when no agent ever led the database
 }
 
 // LeaderTake takes the leader lease for this session as agent, if it is still as the caller's
@@ -53,7 +54,7 @@ type Deposed struct {
 // and the session of the leader it replaces; zone is the IANA zone the agent reads schedules in.
 // ok is false when another agent took it first or the leader answered meanwhile.
 func LeaderTake(ctx context.Context, q Querier, agent string, seen Lease, zone string) (epoch int64, old Deposed, ok bool, err error) {
-	err = q.QueryRow(ctx, query("leader_take"), agent, seen.Epoch, seen.Answered, zone).Scan(&epoch, &old.PID, &old.Start)
+	err = q.QueryRow(ctx, query("leader_take"), agent, seen.Epoch, seen.Answered, zone).Scan(&epoch, &old.PID, &old.Start, &old.Agent)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return 0, Deposed{}, false, nil
 	}

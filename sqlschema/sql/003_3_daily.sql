@@ -81,10 +81,17 @@ END
 $$;
 COMMENT ON FUNCTION pgjobs.pgj_set_job_timeout(text, interval) IS 'Sets the time limit of your job''s runs, 1 second to 24 days (NULL: none); a run over it is cancelled and recorded as failed';
 
+-- late_limit: how late an agent still runs a fire that fell due while no agent could run it (an
+-- agent starting, or taking over from one that died or hung); an older fire is recorded as missed.
+INSERT INTO pgjobs.pgj_setting_ (name, value) VALUES ('late_limit', '00:00:30');
+
 -- The settings, readable by every role; pgj_set_setting changes one, for superusers only.
 CREATE VIEW pgjobs.pgj_settings AS
 SELECT s.name, s.value,
-       CASE s.name WHEN 'run_retention' THEN 'how long the agent keeps the run history (an interval)' END AS description
+       CASE s.name
+           WHEN 'run_retention' THEN 'how long the agent keeps the run history (an interval)'
+           WHEN 'late_limit' THEN 'how late an agent still runs a fire that fell due while no agent could run it; an older one is recorded as missed (an interval)'
+       END AS description
 FROM pgjobs.pgj_setting_ s;
 COMMENT ON VIEW pgjobs.pgj_settings IS 'The settings of pgjobs in this database; a superuser changes them with pgj_set_setting';
 
@@ -112,6 +119,18 @@ BEGIN
         END;
         IF v < interval '1 hour' OR v > interval '100 years' THEN
             RAISE EXCEPTION 'pgj_set_setting: argument 2: run_retention % is out of range 1 hour .. 100 years', v
+                USING ERRCODE = 'invalid_parameter_value';
+        END IF;
+        UPDATE pgj_setting_ SET value = v::text WHERE name = p_name;
+    WHEN 'late_limit' THEN
+        BEGIN
+            v := p_value::interval;
+        EXCEPTION WHEN others THEN
+            RAISE EXCEPTION 'pgj_set_setting: argument 2: late_limit "%" is not an interval', p_value
+                USING ERRCODE = 'invalid_parameter_value', HINT = 'for instance ''30 seconds''';
+        END;
+        IF v < interval '1 second' OR v > interval '1 hour' THEN
+            RAISE EXCEPTION 'pgj_set_setting: argument 2: late_limit % is out of range 1 second .. 1 hour', v
                 USING ERRCODE = 'invalid_parameter_value';
         END IF;
         UPDATE pgj_setting_ SET value = v::text WHERE name = p_name;
