@@ -331,11 +331,20 @@ func TestStandbyTakesOverWhenTheActiveAgentDies(t *testing.T) {
 }
 
 // TestHungAgentIsReplaced: two agents on one database; the active one is stopped (SIGSTOP), its
-// session alive; the standby takes the lead within 15 s. Resumed (SIGCONT), the old agent finds it
-// lost the lead and stands by.
+// session alive; the standby takes the lead within 15 s, and a job due in the next minute runs
+// once, on the standby, within 15 s of its minute. Resumed (SIGCONT), the old agent finds it lost
+// the lead, fires nothing, and stands by.
 func TestHungAgentIsReplaced(t *testing.T) {
 	t.Parallel()
-	_, conf := enabled(t, 1)
+	db, conf := enabled(t, 1)
+	ctx := context.Background()
+	conn := cluster.Connect(t, db)
+	// A job due at the first minute that starts at least 20 s from now, by the agents' local clock.
+	due := time.Now().Add(20 * time.Second).Truncate(time.Minute).Add(time.Minute)
+	if _, err := conn.Exec(ctx, fmt.Sprintf(`SELECT pgjobs.pgj_create_schedule('Due', 'D %d:%02d'),
+		pgjobs.pgj_create_job('Due', 'hit()', null, 'Due')`, due.Hour(), due.Minute())); err != nil {
+		t.Fatal(err)
+	}
 	first := startAgent(t, conf)
 	waitFor(t, "the first agent to lead", func() bool { return containsLine(first.logLines(t, "7"), "active on") })
 	second := startAgent(t, conf)
@@ -351,6 +360,22 @@ func TestHungAgentIsReplaced(t *testing.T) {
 	if !containsLine(second.logLines(t, "7"), "left pings unanswered for 8s: taking the lead from it") {
 		t.Fatalf("no warning in the log:\n%s", strings.Join(second.logLines(t, "7"), "\n"))
 	}
+	// The job due after the stop runs once, on the standby, within 15 s of its minute.
+	var runs int
+	var late time.Duration
+	var agent string
+	deadline := time.Now().Add(90 * time.Second)
+	for runs == 0 && time.Now().Before(deadline) {
+		time.Sleep(200 * time.Millisecond)
+		err := conn.QueryRow(ctx, `SELECT count(*), coalesce(max(runstarted - runscheduled), '0'), coalesce(max(runagent), '')
+			FROM pgjobs.pgj_run_ WHERE runjobname = 'Due' AND runstatus <> 'running'`).Scan(&runs, &late, &agent)
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	if runs != 1 || late > 15*time.Second || !strings.Contains(agent, fmt.Sprint(second.cmd.Process.Pid)) {
+		t.Fatalf("the job due at %s: %d runs, %s late, by %q (want once, within 15 s, by pid %d)", due.Format(time.TimeOnly), runs, late, agent, second.cmd.Process.Pid)
+	}
 	if err := first.cmd.Process.Signal(syscall.SIGCONT); err != nil {
 		t.Fatal(err)
 	}
@@ -358,6 +383,9 @@ func TestHungAgentIsReplaced(t *testing.T) {
 		lines := first.logLines(t, "7")
 		return containsLine(lines, "lost the lead") && strings.Count(strings.Join(lines, "\n"), "standing by to take over") == 1
 	})
+	if err := conn.QueryRow(ctx, "SELECT count(*) FROM pgjobs.pgj_run_ WHERE runjobname = 'Due'").Scan(&runs); err != nil || runs != 1 {
+		t.Fatalf("runs of the job due at %s after the old agent resumed: %d, %v", due.Format(time.TimeOnly), runs, err)
+	}
 	for _, p := range []*agentProcess{first, second} {
 		if code := p.stop(t, syscall.SIGTERM); code != 0 {
 			t.Fatalf("exit code %d", code)
