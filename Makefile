@@ -44,7 +44,7 @@ test: vet staticcheck ## go vet, staticcheck and go test -race ./... (tests star
 demo: build ## run the agent on a throwaway cluster with sample jobs until Ctrl-C (DEMO_ARGS=--for=90s to stop by itself)
 	$(GO) run ./internal/demo -bin bin $(DEMO_ARGS)
 
-bench: ## run the benchmarks and print their figures (schedule Next beside robfig/cron; the agent on a throwaway cluster, ~3 min)
+bench: ## run the benchmarks and print their figures (schedule Next beside robfig/cron; the agent on a throwaway cluster with a real server's settings, ~15 min)
 	$(GO) test -run '^$$' -bench . -benchmem ./schedule | $(GO) run ./bench/ratio
 	$(GO) run ./bench/agentbench
 

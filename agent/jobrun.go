@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 	"unicode/utf8"
 
@@ -49,13 +50,16 @@ func (a *dbAgent) fire(stop context.Context, j *job, scheduled *time.Time) {
 			}
 			return
 		}
-		defer func() { <-a.slots }()
-		a.execute(j, scheduled)
+		var freed sync.Once
+		free := func() { freed.Do(func() { <-a.slots }) }
+		defer free()
+		a.execute(j, scheduled, free)
 	}()
 }
 
-// execute runs a job on a session of its owner and records the run.
-func (a *dbAgent) execute(j *job, scheduled *time.Time) {
+// execute runs a job on a session of its owner and records the run. It calls free as soon as the
+// run has ended, before the bookkeeping: a waiting run takes the slot at once.
+func (a *dbAgent) execute(j *job, scheduled *time.Time, free func()) {
 	records, err := a.recordsPool()
 	if err != nil {
 		a.logf(agentlog.LevelError, statusFiring, "job %s not run: %v", j.name, err)
@@ -88,11 +92,13 @@ func (a *dbAgent) execute(j *job, scheduled *time.Time) {
 				a.logf(agentlog.LevelError, statusFiring, "job %s: %v", j.name, err)
 			}
 			result = <-results
+			free()
 			a.logResult(j, result)
 			a.finish(records, run, runID, result)
 			return
 		}
 	}
+	free()
 	a.logResult(j, result)
 	<-long.C // let the other runs of this minute start before the bookkeeping
 	a.finish(records, run, 0, result)
@@ -138,18 +144,18 @@ func (a *dbAgent) finish(records *pgxpool.Pool, run sqlschema.Run, runID int64, 
 // session (DISCARD ALL) so that no run sees another's settings, and gives it back.
 func (a *dbAgent) runOn(conn *pgxpool.Conn, j *job) sqlschema.RunResult {
 	err := a.runCall(conn, j)
+	// The session is free again as soon as it is reset: a run waiting for one of this owner's
+	// sessions takes it at once. DISCARD ALL is one short statement on this session only.
 	a.runs.Add(1)
-	go func(started time.Time) {
+	go func() {
 		defer a.runs.Done()
-		// Later, so that the resets take nothing from the runs starting in the same minute.
-		time.Sleep(runningRowAfter - time.Since(started))
 		resetCtx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 		defer cancel()
 		if _, err := conn.Exec(resetCtx, "DISCARD ALL", pgx.QueryExecModeSimpleProtocol); err != nil {
 			conn.Conn().Close(resetCtx) // the pool drops it
 		}
 		conn.Release()
-	}(time.Now())
+	}()
 	if err != nil {
 		return a.failure(j, err)
 	}

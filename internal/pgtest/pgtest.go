@@ -10,6 +10,7 @@ package pgtest
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -45,14 +46,15 @@ type Cluster struct {
 	databases atomic.Int64   // numbers the databases NewDatabase creates
 
 	// Set for a cluster of our own; nil or zero for an external server.
-	bindir  string
-	dir     string // the temporary directory: data/, the socket, postgres.log
-	port    int
-	runAs   *syscall.Credential // the postgres OS user when the tests run as root
-	mu      sync.Mutex          // guards server
-	server  *exec.Cmd
-	exited  chan struct{} // closed when server has exited
-	waitErr error         // how server exited, set before exited is closed
+	bindir   string
+	settings Settings
+	dir      string // the temporary directory: data/, the socket, postgres.log
+	port     int
+	runAs    *syscall.Credential // the postgres OS user when the tests run as root
+	mu       sync.Mutex          // guards server
+	server   *exec.Cmd
+	exited   chan struct{} // closed when server has exited
+	waitErr  error         // how server exited, set before exited is closed
 }
 
 // Main starts a cluster, stores it in *cluster, runs the tests and removes the cluster. It returns
@@ -80,8 +82,24 @@ func Main(m *testing.M, cluster **Cluster) int {
 	return code
 }
 
-// Start starts a throwaway cluster, or connects to the server of PGJOBS_TEST_DSN when it is set.
+// Settings are the server settings of a throwaway cluster.
+type Settings struct {
+	// Durable keeps fsync, synchronous_commit and full_page_writes on, as a real server has them;
+	// the tests turn them off.
+	Durable bool
+	// MaxConnections is max_connections; 0 means 500, the tests' setting.
+	MaxConnections int
+}
+
+// Start starts a throwaway cluster with the tests' settings (durability off, 500 connections), or
+// connects to the server of PGJOBS_TEST_DSN when it is set.
 func Start(ctx context.Context) (*Cluster, error) {
+	return StartWith(ctx, Settings{})
+}
+
+// StartWith starts a throwaway cluster with settings, or connects to the server of
+// PGJOBS_TEST_DSN when it is set (whose settings are its own).
+func StartWith(ctx context.Context, settings Settings) (*Cluster, error) {
 	if dsn := os.Getenv(DSNVariable); dsn != "" {
 		base, err := pgconn.ParseConfig(dsn)
 		if err != nil {
@@ -97,7 +115,7 @@ func Start(ctx context.Context) (*Cluster, error) {
 	if err != nil {
 		return nil, err
 	}
-	c := &Cluster{bindir: bindir}
+	c := &Cluster{bindir: bindir, settings: settings}
 	if os.Geteuid() == 0 {
 		if c.runAs, err = postgresUser(); err != nil {
 			return nil, err
@@ -305,10 +323,10 @@ func (c *Cluster) StartServer(ctx context.Context) error {
 		"-p", strconv.Itoa(c.port),
 		"-k", c.dir,
 		"-c", "listen_addresses=127.0.0.1",
-		"-c", "fsync=off",
-		"-c", "synchronous_commit=off",
-		"-c", "full_page_writes=off",
-		"-c", "max_connections=500",
+		"-c", "fsync="+onOff(c.settings.Durable),
+		"-c", "synchronous_commit="+onOff(c.settings.Durable),
+		"-c", "full_page_writes="+onOff(c.settings.Durable),
+		"-c", "max_connections="+strconv.Itoa(cmp.Or(c.settings.MaxConnections, 500)),
 		"-c", "max_prepared_transactions=10", // so tests can try what a role could do with them
 		"-c", "log_min_messages=warning",
 	)
@@ -558,4 +576,11 @@ func quoteValue(v string) string {
 		return v
 	}
 	return "'" + strings.NewReplacer(`\`, `\\`, `'`, `\'`).Replace(v) + "'"
+}
+
+func onOff(on bool) string {
+	if on {
+		return "on"
+	}
+	return "off"
 }
