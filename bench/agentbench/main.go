@@ -30,7 +30,7 @@ CREATE FUNCTION bench_hit(job text) RETURNS void LANGUAGE sql AS $$ INSERT INTO 
 
 func main() {
 	idle := flag.Duration("idle", time.Minute, "how long the idle measurements watch the agent")
-	scaleDBs := flag.Int("scale-dbs", 40, "databases of the memory and connections measurement (2 sessions each; the server allows 100)")
+	scaleDBs := flag.Int("scale-dbs", 30, "databases of the memory and connections measurement (2 sessions each; the server allows 100, and sessions of the earlier measurements may still be closing)")
 	minutes := flag.Int("minutes", 3, "how many consecutive minutes each start-offset measurement fires")
 	flag.Parse()
 	if err := run(*idle, *scaleDBs, *minutes); err != nil {
