@@ -102,6 +102,10 @@ AS $$
 DECLARE
     caller oid := pgj_caller_take_('pgj_set_setting');
     v interval;
+    lo interval;
+    hi interval;
+    range text;
+    example text;
 BEGIN
     IF (SELECT rolsuper FROM pg_roles WHERE oid = caller) IS NOT TRUE THEN
         RAISE EXCEPTION 'pgj_set_setting: only a superuser may change the settings'
@@ -109,35 +113,25 @@ BEGIN
     END IF;
     PERFORM pgj_require_('pgj_set_setting', 1, 'setting name', p_name);
     PERFORM pgj_require_('pgj_set_setting', 2, 'value', p_value);
+    -- Each setting is an interval within its range.
     CASE p_name
-    WHEN 'run_retention' THEN
-        BEGIN
-            v := p_value::interval;
-        EXCEPTION WHEN others THEN
-            RAISE EXCEPTION 'pgj_set_setting: argument 2: run_retention "%" is not an interval', p_value
-                USING ERRCODE = 'invalid_parameter_value', HINT = 'for instance ''30 days''';
-        END;
-        IF v < interval '1 hour' OR v > interval '100 years' THEN
-            RAISE EXCEPTION 'pgj_set_setting: argument 2: run_retention % is out of range 1 hour .. 100 years', v
-                USING ERRCODE = 'invalid_parameter_value';
-        END IF;
-        UPDATE pgj_setting_ SET value = v::text WHERE name = p_name;
-    WHEN 'late_limit' THEN
-        BEGIN
-            v := p_value::interval;
-        EXCEPTION WHEN others THEN
-            RAISE EXCEPTION 'pgj_set_setting: argument 2: late_limit "%" is not an interval', p_value
-                USING ERRCODE = 'invalid_parameter_value', HINT = 'for instance ''30 seconds''';
-        END;
-        IF v < interval '1 second' OR v > interval '1 hour' THEN
-            RAISE EXCEPTION 'pgj_set_setting: argument 2: late_limit % is out of range 1 second .. 1 hour', v
-                USING ERRCODE = 'invalid_parameter_value';
-        END IF;
-        UPDATE pgj_setting_ SET value = v::text WHERE name = p_name;
+    WHEN 'run_retention' THEN lo := interval '1 hour'; hi := interval '100 years'; range := '1 hour .. 100 years'; example := '30 days';
+    WHEN 'late_limit' THEN lo := interval '1 second'; hi := interval '1 hour'; range := '1 second .. 1 hour'; example := '30 seconds';
     ELSE
         RAISE EXCEPTION 'pgj_set_setting: argument 1: no setting "%"', p_name
             USING ERRCODE = 'undefined_object', HINT = 'SELECT name FROM pgj_settings lists them';
     END CASE;
+    BEGIN
+        v := p_value::interval;
+    EXCEPTION WHEN others THEN
+        RAISE EXCEPTION 'pgj_set_setting: argument 2: % "%" is not an interval', p_name, p_value
+            USING ERRCODE = 'invalid_parameter_value', HINT = format('for instance %L', example);
+    END;
+    IF v < lo OR v > hi THEN
+        RAISE EXCEPTION 'pgj_set_setting: argument 2: % % is out of range %', p_name, v, range
+            USING ERRCODE = 'invalid_parameter_value';
+    END IF;
+    UPDATE pgj_setting_ SET value = v::text WHERE name = p_name;
 END
 $$;
 
@@ -152,27 +146,7 @@ END
 $$;
 COMMENT ON FUNCTION pgjobs.pgj_set_setting(text, text) IS 'Changes a setting of pgjobs (superusers only): SELECT pgj_set_setting(''run_retention'', ''90 days'')';
 
--- pgj_jobs shows whether a job is paused (its next_run is then NULL) and its time limit.
-CREATE OR REPLACE VIEW pgjobs.pgj_jobs WITH (security_barrier) AS
-SELECT j.jobname AS name,
-       j.jobfunction AS function,
-       j.jobisstartup AS startup,
-       st.schname AS start_schedule,
-       ARRAY(SELECT s.schname FROM pgjobs.pgj_job_schedule_ js JOIN pgjobs.pgj_schedule_ s ON s.schid = js.jschid
-             WHERE js.jsjobid = j.jobid ORDER BY s.schname) AS schedules,
-       ARRAY(SELECT s.schtext FROM pgjobs.pgj_job_schedule_ js JOIN pgjobs.pgj_schedule_ s ON s.schid = js.jschid
-             WHERE js.jsjobid = j.jobid ORDER BY s.schname) AS definitions,
-       CASE WHEN NOT j.jobpaused THEN f.firenext END AS next_run,
-       f.firelastrun AS last_run,
-       f.firelaststatus AS last_status,
-       coalesce(pg_catalog.pg_get_userbyid(j.jobownerid)::text, j.jobowner) AS owner,
-       j.jobcreated AS created,
-       j.jobpaused AS paused,
-       j.jobtimeout AS timeout
-FROM pgjobs.pgj_job_ j
-LEFT JOIN pgjobs.pgj_schedule_ st ON st.schid = j.jobstartschid
-LEFT JOIN pgjobs.pgj_fire_ f ON f.firejobid = j.jobid
-WHERE pgjobs.pgj_visible_(j.jobownerid, pgjobs.pgj_role_(current_user));
+-- pgj_jobs shows paused and timeout: see 003_4_next.sql, which defines the view anew.
 
 GRANT SELECT ON pgjobs.pgj_settings TO PUBLIC;
 GRANT EXECUTE ON FUNCTION

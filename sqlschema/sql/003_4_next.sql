@@ -220,6 +220,7 @@ BEGIN
 END
 $$;
 
+-- pgj_jobs, with paused and timeout (part 3) and next_run never in the past.
 -- next_run: the plan of the active agent while one leads (NULL for a moment after a change, until
 -- it plans); else the last plan while it lies ahead, else computed from the schedules, in the last
 -- agent's zone, intervals counted from now (as an agent starting now would). NULL while paused,
