@@ -1,32 +1,13 @@
 package agent
 
-import "time"
+import "github.com/pgjobs/pgjobs/internal/clock"
 
 // Clock tells the time and makes timers; the agent takes one so that tests can drive schedules
-// in milliseconds.
-type Clock interface {
-	Now() time.Time
-	NewTimer(d time.Duration) Timer
-}
+// in milliseconds. It is clock.Clock, named here for the agent's callers.
+type Clock = clock.Clock
 
 // Timer is a timer of a Clock.
-type Timer interface {
-	// C delivers the time when the timer fires.
-	C() <-chan time.Time
-	// Stop stops the timer; it reports whether the timer was still running.
-	Stop() bool
-}
+type Timer = clock.Timer
 
 // RealClock is the system clock.
-type RealClock struct{}
-
-// Now returns time.Now().
-func (RealClock) Now() time.Time { return time.Now() }
-
-// NewTimer returns a time.Timer.
-func (RealClock) NewTimer(d time.Duration) Timer { return realTimer{time.NewTimer(d)} }
-
-type realTimer struct{ t *time.Timer }
-
-func (r realTimer) C() <-chan time.Time { return r.t.C }
-func (r realTimer) Stop() bool          { return r.t.Stop() }
+type RealClock = clock.Real

@@ -5,10 +5,10 @@ import (
 	"sync"
 	"time"
 
-	"github.com/pgjobs/pgjobs/agent"
+	"github.com/pgjobs/pgjobs/internal/clock"
 )
 
-// Clock is an agent.Clock whose time moves only with Set and Advance.
+// Clock is a clock.Clock whose time moves only with Set and Advance.
 type Clock struct {
 	mu      sync.Mutex
 	now     time.Time
@@ -35,7 +35,7 @@ func (c *Clock) Now() time.Time {
 }
 
 // NewTimer returns a timer that fires when the clock reaches now + d.
-func (c *Clock) NewTimer(d time.Duration) agent.Timer {
+func (c *Clock) NewTimer(d time.Duration) clock.Timer {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	t := &timer{clock: c, at: c.now.Add(d), c: make(chan time.Time, 1)}
