@@ -31,6 +31,11 @@ type Options struct {
 	Name string
 	// MaxRuns is how many runs of one database may go on at once; 0 means 32.
 	MaxRuns int
+	// Sessions is the most sessions the agent opens on one server (host and port), for all its
+	// database agents there: their leader and history sessions, and their runs' sessions, which
+	// runs wait for in turns. 0 means half the connections the server accepts from ordinary roles
+	// (max_connections minus the reserved ones), read when an agent connects.
+	Sessions int
 	// RetryMin and RetryMax bound the pause between attempts to reach an unreachable database:
 	// it doubles from RetryMin to RetryMax in each outage. 0 means 1 s and 1 min.
 	RetryMin, RetryMax time.Duration

@@ -11,6 +11,7 @@ import (
 
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/pgjobs/pgjobs/agent/agentlog"
+	"github.com/pgjobs/pgjobs/agent/sessions"
 	"github.com/pgjobs/pgjobs/sqlschema"
 )
 
@@ -47,15 +48,16 @@ type dbAgent struct {
 
 	runCtx context.Context // runs are cancelled when it ends
 	runs   sync.WaitGroup  // runs in flight, and their session resets
-	slots  chan struct{}   // one per run in flight, MaxRuns at most
 
 	runningMu sync.Mutex
-	running   map[int]bool // jobs with a scheduled run in flight
+	running   map[int]*inFlight // jobs with a run waiting for a session or going on
 
-	poolsMu  sync.Mutex
-	records  *pgxpool.Pool            // the agent's own sessions: run history and planning
-	pools    map[string]*pgxpool.Pool // sessions of each job owner
-	sessions sync.Map                 // backend pid -> backend_start of the owner sessions
+	budget  *sessions.Budget // the sessions of the database's server
+	owners  *sessions.Pool   // the sessions of the job owners, MaxRuns lent at most
+	poolsMu sync.Mutex
+	records *pgxpool.Pool // the agent's own sessions: run history and planning
+	// unreserveRecords gives the records' sessions back to the budget.
+	unreserveRecords func()
 
 	pendingMu sync.Mutex
 	pending   []pendingFinish // run ends not yet recorded: the database was unreachable
@@ -75,17 +77,18 @@ type pendingFinish struct {
 	result sqlschema.RunResult
 }
 
-func newDBAgent(db Database, opt Options, runCtx context.Context) *dbAgent {
-	return &dbAgent{
+func newDBAgent(db Database, opt Options, runCtx context.Context, budget *sessions.Budget) *dbAgent {
+	a := &dbAgent{
 		db:      db,
 		opt:     opt,
 		log:     opt.Logger(db.ID, db.LogLevel),
 		runCtx:  runCtx,
-		slots:   make(chan struct{}, opt.MaxRuns),
-		running: map[int]bool{},
-		pools:   map[string]*pgxpool.Pool{},
+		running: map[int]*inFlight{},
+		budget:  budget,
 		anchor:  opt.Start,
 	}
+	a.owners = budget.NewPool(runCtx, opt.MaxRuns, a.openOwnerSession)
+	return a
 }
 
 func (a *dbAgent) logf(level slog.Level, status, format string, args ...any) {
@@ -138,7 +141,7 @@ func (a *dbAgent) run(ctx context.Context) {
 		}
 		retry = min(retry*2, a.opt.RetryMax)
 	}
-	a.logf(agentlog.LevelEssential, statusStopping, "database agent %d stopping; waiting for %d runs", a.db.ID, len(a.slots))
+	a.logf(agentlog.LevelEssential, statusStopping, "database agent %d stopping; waiting for %d runs", a.db.ID, a.inFlightCount())
 	a.runs.Wait()
 	if n := a.pendingCount(); n > 0 {
 		a.logf(agentlog.LevelError, statusStopping, "%d run ends could not be recorded: the database was unreachable; those runs will read as abandoned", n)

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
-	"sync"
 	"time"
 	"unicode/utf8"
 
@@ -14,94 +13,128 @@ import (
 	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/pgjobs/pgjobs/agent/agentlog"
+	"github.com/pgjobs/pgjobs/agent/sessions"
 	"github.com/pgjobs/pgjobs/sqlschema"
 )
 
-// fire starts a run of a job; scheduled is nil for a startup run. A fire while the job's previous
-// run goes on is recorded as skipped; so is one that waits for a free run slot when the agent
-// stops.
+// inFlight is a job's run that waits for a session or goes on.
+type inFlight struct {
+	started bool                    // it has its session; guarded by runningMu
+	give    context.CancelCauseFunc // ends its wait for a session
+}
+
+// errNextFire ends the wait for a session of a run whose job's next fire has come.
+var errNextFire = errors.New("its next fire came")
+
+// fire starts a run of a job; scheduled is nil for a startup run. The run waits in its owner's
+// line for a session of the server's budget, until the job's next fire at the latest; a run that
+// could not start by then is recorded as an error, and the next fire waits in its place. A fire
+// while the job's previous run goes on is recorded as skipped; so is one that waits for a session
+// when the agent stops.
 func (a *dbAgent) fire(stop context.Context, j *job, scheduled *time.Time) {
 	a.runningMu.Lock()
-	busy := a.running[j.id]
-	a.running[j.id] = true
-	a.runningMu.Unlock()
-	a.runs.Add(1)
-	if busy {
-		go func() {
-			defer a.runs.Done()
-			if scheduled != nil {
+	prev := a.running[j.id]
+	if prev != nil && prev.started {
+		a.runningMu.Unlock()
+		if scheduled != nil {
+			a.runs.Add(1)
+			go func() {
+				defer a.runs.Done()
 				a.recordSkipped(j, *scheduled, "the previous run was still going")
-			}
-		}()
+			}()
+		}
 		return
 	}
+	if prev != nil {
+		// Still waiting: it gives up now, with runningMu held, so that it cannot be granted a
+		// session after this look (the budget grants under runningMu, through Hooks.Granted).
+		prev.give(errNextFire)
+	}
+	wait, give := context.WithCancelCause(stop)
+	f := &inFlight{give: give}
+	a.running[j.id] = f
+	a.runningMu.Unlock()
+	a.runs.Add(1)
 	go func() {
 		defer a.runs.Done()
 		defer func() {
+			give(nil)
 			a.runningMu.Lock()
-			delete(a.running, j.id)
+			if a.running[j.id] == f {
+				delete(a.running, j.id)
+			}
 			a.runningMu.Unlock()
 		}()
-		select {
-		case a.slots <- struct{}{}:
-		case <-stop.Done():
-			if scheduled != nil {
-				a.recordSkipped(j, *scheduled, "the agent stopped before a run slot was free")
-			}
-			return
-		}
-		var freed sync.Once
-		free := func() { freed.Do(func() { <-a.slots }) }
-		defer free()
-		a.execute(j, scheduled, free)
+		a.execute(j, scheduled, wait, f)
 	}()
 }
 
-// execute runs a job on a session of its owner and records the run. It calls free as soon as the
-// run has ended, before the bookkeeping: a waiting run takes the slot at once.
-func (a *dbAgent) execute(j *job, scheduled *time.Time, free func()) {
+// inFlightCount returns how many runs wait for a session or go on.
+func (a *dbAgent) inFlightCount() int {
+	a.runningMu.Lock()
+	defer a.runningMu.Unlock()
+	return len(a.running)
+}
+
+// execute runs a job on a session of its owner and records the run. The session goes back to the
+// budget as soon as the run has ended, before the bookkeeping: a waiting run takes it at once.
+func (a *dbAgent) execute(j *job, scheduled *time.Time, wait context.Context, f *inFlight) {
 	records, err := a.recordsPool()
 	if err != nil {
 		a.logf(agentlog.LevelError, statusFiring, "job %s not run: %v", j.name, err)
 		return
 	}
-	run := sqlschema.Run{JobID: j.id, JobName: j.name, Owner: j.owner, OwnerID: j.ownerID, Scheduled: scheduled,
-		Agent: a.opt.Name, Started: a.opt.Clock.Now()}
+	run := sqlschema.Run{JobID: j.id, JobName: j.name, Owner: j.owner, OwnerID: j.ownerID, Scheduled: scheduled, Agent: a.opt.Name}
+	var result sqlschema.RunResult
+	var session *sessions.Session
+	if why, hint := refusal(j); why != "" {
+		result = sqlschema.RunResult{Status: "error", SQLState: "42501", Message: why, Hint: hint}
+	} else if session, err = a.owners.Acquire(wait, j.owner, sessions.Hooks{
+		Waiting: func(ahead int) {
+			a.logf(agentlog.LevelInfo, statusFiring, "job %s waiting for a session of %s: %d runs of that role ahead", j.name, j.owner, ahead)
+		},
+		Granted: func() {
+			a.runningMu.Lock()
+			f.started = true
+			a.runningMu.Unlock()
+		},
+	}); err != nil {
+		if scheduled != nil && !errors.Is(context.Cause(wait), errNextFire) && (errors.Is(err, sessions.ErrPoolClosed) || wait.Err() != nil) {
+			a.recordSkipped(j, *scheduled, "the agent stopped before a session was free")
+			return
+		}
+		if errors.Is(context.Cause(wait), errNextFire) {
+			result = a.notStarted(err)
+		} else {
+			result = a.failure(j, err)
+		}
+	}
+	run.Started = a.opt.Clock.Now()
+	if result.Status != "" {
+		result.Finished = run.Started
+		a.logResult(j, result)
+		a.finish(records, run, 0, result)
+		return
+	}
 	a.logf(agentlog.LevelInfo, statusFiring, "job %s started: SELECT %s as %s", j.name, j.call, j.owner)
 	long := time.NewTimer(runningRowAfter) // real time: bookkeeping, not a schedule
 	defer long.Stop()
-	var result sqlschema.RunResult
-	var conn *pgxpool.Conn
-	if why, hint := refusal(j); why != "" {
-		result = sqlschema.RunResult{Finished: a.opt.Clock.Now(), Status: "error", SQLState: "42501", Message: why, Hint: hint}
-	} else if conn, err = a.acquire(j.owner); err != nil {
-		result = a.failure(j, err)
-	} else {
-		pid := conn.Conn().PgConn().PID()
-		run.Session = int(pid)
-		if start, ok := a.sessions.Load(pid); ok {
-			run.SessionStart = start.(time.Time)
+	run.Session, run.SessionStart = int(session.PID), session.Start
+	results := make(chan sqlschema.RunResult, 1)
+	go func() { results <- a.runOn(session, j) }()
+	var runID int64
+	select {
+	case result = <-results:
+		a.logResult(j, result)
+		<-long.C // let the other runs of this minute start before the bookkeeping
+	case <-long.C:
+		if runID, err = sqlschema.RunStart(a.runCtx, records, run); err != nil {
+			a.logf(agentlog.LevelError, statusFiring, "job %s: %v", j.name, err)
 		}
-		results := make(chan sqlschema.RunResult, 1)
-		go func() { results <- a.runOn(conn, j) }()
-		select {
-		case result = <-results:
-		case <-long.C:
-			runID, err := sqlschema.RunStart(a.runCtx, records, run)
-			if err != nil {
-				a.logf(agentlog.LevelError, statusFiring, "job %s: %v", j.name, err)
-			}
-			result = <-results
-			free()
-			a.logResult(j, result)
-			a.finish(records, run, runID, result)
-			return
-		}
+		result = <-results
+		a.logResult(j, result)
 	}
-	free()
-	a.logResult(j, result)
-	<-long.C // let the other runs of this minute start before the bookkeeping
-	a.finish(records, run, 0, result)
+	a.finish(records, run, runID, result)
 }
 
 // logResult logs how a run ended: done at level 2, failed or cancelled at level 1.
@@ -140,22 +173,15 @@ func (a *dbAgent) finish(records *pgxpool.Pool, run sqlschema.Run, runID int64, 
 	}
 }
 
-// runOn runs SELECT <call>, a transaction of its own, on an owner session, then resets the
-// session (DISCARD ALL) so that no run sees another's settings, and gives it back.
-func (a *dbAgent) runOn(conn *pgxpool.Conn, j *job) sqlschema.RunResult {
-	err := a.runCall(conn, j)
-	// The session is free again as soon as it is reset: a run waiting for one of this owner's
-	// sessions takes it at once. DISCARD ALL is one short statement on this session only.
-	a.runs.Add(1)
-	go func() {
-		defer a.runs.Done()
-		resetCtx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-		defer cancel()
-		if _, err := conn.Exec(resetCtx, "DISCARD ALL", pgx.QueryExecModeSimpleProtocol); err != nil {
-			conn.Conn().Close(resetCtx) // the pool drops it
-		}
-		conn.Release()
-	}()
+// runOn runs SELECT <call>, a transaction of its own, on an owner session, and gives the session
+// back: reset for the next run of its owner, or closed when the run's failure leaves it in doubt.
+func (a *dbAgent) runOn(session *sessions.Session, j *job) sqlschema.RunResult {
+	err := a.runCall(session.Conn, j)
+	if err != nil && session.Conn.PgConn().IsBusy() {
+		session.Close()
+	} else {
+		session.Release()
+	}
 	if err != nil {
 		return a.failure(j, err)
 	}
@@ -167,7 +193,7 @@ func (a *dbAgent) runOn(conn *pgxpool.Conn, j *job) sqlschema.RunResult {
 // with the extended query protocol: one statement per message, so a call that holds a second
 // statement is a syntax error, never run. The server skips the call when the guard fails. The
 // call's rows are read and dropped, never held.
-func (a *dbAgent) runCall(conn *pgxpool.Conn, j *job) error {
+func (a *dbAgent) runCall(conn *pgx.Conn, j *job) error {
 	batch := &pgconn.Batch{}
 	ctx := a.runCtx
 	if j.timeout > 0 {
@@ -181,7 +207,7 @@ func (a *dbAgent) runCall(conn *pgxpool.Conn, j *job) error {
 	batch.ExecParams(sqlschema.RunGuardSQL(), [][]byte{[]byte(strconv.FormatUint(uint64(j.ownerID), 10)), []byte(j.owner)}, nil, nil, nil)
 	// IS NULL: the call's value stays in the server; a job returning 300 MB sends back a boolean.
 	batch.ExecParams("SELECT ("+j.call+") IS NULL", nil, nil, nil, nil)
-	results := conn.Conn().PgConn().ExecBatch(ctx, batch)
+	results := conn.PgConn().ExecBatch(ctx, batch)
 	var first error
 	for results.NextResult() {
 		rows := results.ResultReader()
@@ -251,6 +277,19 @@ func (a *dbAgent) failure(j *job, err error) sqlschema.RunResult {
 	}
 	result.Message = clip(result.Message, maxMessage)
 	result.Detail, result.Hint, result.Context = clip(result.Detail, maxMessage), clip(result.Hint, maxMessage), clip(result.Context, maxMessage)
+	return result
+}
+
+// notStarted describes a run that waited for a session until its job's next fire.
+func (a *dbAgent) notStarted(err error) sqlschema.RunResult {
+	size, fixed := a.budget.Size()
+	result := sqlschema.RunResult{Status: "error", SQLState: "53300",
+		Message: fmt.Sprintf("the run could not start before the job's next fire: no session was free within the agent's budget of %d sessions on this server (%d of them the agents' own)", size, fixed),
+		Hint:    "the sessions configuration setting raises the budget; fewer jobs due at one minute, or shorter runs, free sessions sooner"}
+	if !errors.Is(err, errNextFire) {
+		result.Message = "the run could not start before the job's next fire: " + err.Error()
+		result.Hint = "the server's max_connections is taken by other clients; raise it, or lower their use"
+	}
 	return result
 }
 

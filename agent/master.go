@@ -2,11 +2,16 @@ package agent
 
 import (
 	"context"
+	"fmt"
 	"log/slog"
+	"slices"
+	"strings"
 	"sync"
 	"time"
 
+	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/pgjobs/pgjobs/agent/agentlog"
+	"github.com/pgjobs/pgjobs/agent/sessions"
 )
 
 // Master runs one database agent per configured database and applies configuration changes.
@@ -18,8 +23,9 @@ type Master struct {
 	cancelRun context.CancelFunc // hard stop
 
 	mu       sync.Mutex
-	agents   map[int]*runningAgent // by database id
-	draining []*runningAgent       // stopped by a reload, their runs finishing
+	budgets  map[string]*sessions.Budget // by server: host and port, as the DSN names them
+	agents   map[int]*runningAgent       // by database id
+	draining []*runningAgent             // stopped by a reload, their runs finishing
 	stopped  bool
 }
 
@@ -35,7 +41,7 @@ type runningAgent struct {
 func NewMaster(opt Options, log *slog.Logger) *Master {
 	opt = opt.withDefaults()
 	runCtx, cancelRun := context.WithCancel(context.Background())
-	return &Master{opt: opt, log: log, runCtx: runCtx, cancelRun: cancelRun, agents: map[int]*runningAgent{}}
+	return &Master{opt: opt, log: log, runCtx: runCtx, cancelRun: cancelRun, agents: map[int]*runningAgent{}, budgets: map[string]*sessions.Budget{}}
 }
 
 // Apply makes the running database agents those of dbs: it starts the added ones, stops the
@@ -96,7 +102,13 @@ func (m *Master) drain(ra *runningAgent) {
 // start starts a database agent; m.mu is held.
 func (m *Master) start(db Database, startupDone bool) {
 	ctx, cancel := context.WithCancel(context.Background())
-	a := newDBAgent(db, m.opt, m.runCtx)
+	server := serverOf(db.DSN)
+	budget, ok := m.budgets[server]
+	if !ok {
+		budget = sessions.NewBudget(m.opt.Sessions)
+		m.budgets[server] = budget
+	}
+	a := newDBAgent(db, m.opt, m.runCtx, budget)
 	a.startupDone.Store(startupDone)
 	ra := &runningAgent{db: db, agent: a, cancel: cancel, done: make(chan struct{})}
 	m.agents[db.ID] = ra
@@ -105,6 +117,22 @@ func (m *Master) start(db Database, startupDone bool) {
 		defer close(ra.done)
 		a.run(ctx)
 	}()
+}
+
+// serverOf names the server of a DSN by its hosts and ports; the DSN itself when it does not parse
+// (its agent reports why when it connects).
+func serverOf(dsn string) string {
+	cfg, err := pgconn.ParseConfig(dsn)
+	if err != nil {
+		return dsn
+	}
+	servers := []string{fmt.Sprintf("%s:%d", cfg.Host, cfg.Port)}
+	for _, f := range cfg.Fallbacks { // also each host again without TLS, under sslmode=prefer
+		if s := fmt.Sprintf("%s:%d", f.Host, f.Port); !slices.Contains(servers, s) {
+			servers = append(servers, s)
+		}
+	}
+	return strings.Join(servers, ",")
 }
 
 // Stop stops the agents softly: no new runs, and runs in flight may finish within grace (real

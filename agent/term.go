@@ -33,16 +33,19 @@ func (a *dbAgent) serve(ctx context.Context, onConnected func()) error {
 	cfg.BuildContextWatcherHandler = func(pc *pgconn.PgConn) ctxwatch.Handler {
 		return &pgconn.DeadlineContextWatcherHandler{Conn: pc.Conn()}
 	}
+	unreserve, _ := a.budget.Reserve(1) // the leader session, also while standing by
+	defer unreserve()
 	conn, err := pgx.ConnectConfig(ctx, cfg)
 	if err != nil {
 		return fmt.Errorf("connect: %w", err)
 	}
 	defer conn.Close(context.Background())
-	session, inRecovery, err := sqlschema.LeaderSession(ctx, conn)
+	server, err := sqlschema.LeaderSession(ctx, conn)
 	if err != nil {
 		return err
 	}
-	if inRecovery {
+	a.budget.Learn(server.Available)
+	if server.InRecovery {
 		return errors.New("the server is a standby in recovery; the agent needs the primary (list both hosts: host1,host2)")
 	}
 	if err := sqlschema.Check(ctx, conn); err != nil {
@@ -70,7 +73,7 @@ func (a *dbAgent) serve(ctx context.Context, onConnected func()) error {
 	}
 	a.prune(ctx, records)
 	onConnected()
-	a.logf(agentlog.LevelEssential, statusStarting, "active on %s as session %d", cfg.Database, session)
+	a.logf(agentlog.LevelEssential, statusStarting, "active on %s as session %d", cfg.Database, server.PID)
 
 	listenCtx, stopListening := context.WithCancel(context.Background())
 	defer stopListening()

@@ -15,12 +15,20 @@ import (
 // ErrLostLead means another agent has taken the leader lease since this one took it.
 var ErrLostLead = errors.New("another agent has taken the lead of the database")
 
-// LeaderSession returns the backend pid of a session and whether the server is in recovery.
-func LeaderSession(ctx context.Context, q Querier) (pid int, inRecovery bool, err error) {
-	if err := q.QueryRow(ctx, query("leader_session")).Scan(&pid, &inRecovery); err != nil {
-		return 0, false, fmt.Errorf("read the session: %w", err)
+// Server is what the leader session reads of its server when it connects.
+type Server struct {
+	PID        int  // the session's backend pid
+	InRecovery bool // the server is a standby
+	Available  int  // the sessions it accepts from ordinary roles: max_connections minus the reserved ones
+}
+
+// LeaderSession returns what a session reads of its server when it connects.
+func LeaderSession(ctx context.Context, q Querier) (Server, error) {
+	var s Server
+	if err := q.QueryRow(ctx, query("leader_session")).Scan(&s.PID, &s.InRecovery, &s.Available); err != nil {
+		return Server{}, fmt.Errorf("read the session: %w", err)
 	}
-	return pid, inRecovery, nil
+	return s, nil
 }
 
 // Lease is the leader lease as one look sees it.

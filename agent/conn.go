@@ -6,11 +6,11 @@ import (
 	"net"
 	"strconv"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/pgjobs/pgjobs/agent/agentlog"
 	"github.com/pgjobs/pgjobs/sqlschema"
 )
 
@@ -53,6 +53,10 @@ func (a *dbAgent) connConfig(user string) (*pgx.ConnConfig, error) {
 // ownStatementTimeout is the statement_timeout of the agent's own sessions.
 const ownStatementTimeout = 30 * time.Second
 
+// recordsSessions is the size of the pool of the agent's own sessions for the run history and the
+// planning; they are reserved in the server's budget while the agent leads.
+const recordsSessions = 2
+
 // recordsPool returns the pool of the agent's own sessions.
 func (a *dbAgent) recordsPool() (*pgxpool.Pool, error) {
 	a.poolsMu.Lock()
@@ -60,40 +64,7 @@ func (a *dbAgent) recordsPool() (*pgxpool.Pool, error) {
 	if a.records != nil {
 		return a.records, nil
 	}
-	pool, err := a.newPool("", 8)
-	if err != nil {
-		return nil, err
-	}
-	a.records = pool
-	return pool, nil
-}
-
-// acquire takes a session authenticated as a job owner from its pool.
-func (a *dbAgent) acquire(owner string) (*pgxpool.Conn, error) {
-	pool, err := a.ownerPool(owner)
-	if err != nil {
-		return nil, err
-	}
-	return pool.Acquire(a.runCtx)
-}
-
-// ownerPool returns the pool of sessions authenticated as a job owner.
-func (a *dbAgent) ownerPool(owner string) (*pgxpool.Pool, error) {
-	a.poolsMu.Lock()
-	defer a.poolsMu.Unlock()
-	if pool, ok := a.pools[owner]; ok {
-		return pool, nil
-	}
-	pool, err := a.newPool(owner, a.opt.MaxRuns)
-	if err != nil {
-		return nil, err
-	}
-	a.pools[owner] = pool
-	return pool, nil
-}
-
-func (a *dbAgent) newPool(user string, size int) (*pgxpool.Pool, error) {
-	cfg, err := a.connConfig(user)
+	cfg, err := a.connConfig("")
 	if err != nil {
 		return nil, err
 	}
@@ -102,66 +73,62 @@ func (a *dbAgent) newPool(user string, size int) (*pgxpool.Pool, error) {
 		return nil, err
 	}
 	poolCfg.ConnConfig = cfg
-	poolCfg.MaxConns = int32(size)
-	if user != "" {
-		poolCfg.ConnConfig.RuntimeParams["application_name"] = applicationName(a.db.ID) + " job"
-		// No ping before a run: it would delay the run by a round trip. A dead session fails the
-		// run, which records why, and the pool drops it; outages reset the pools anyway.
-		poolCfg.ShouldPing = func(context.Context, pgxpool.ShouldPingParams) bool { return false }
-		// Each session's identity, read once when it opens, names the session of its runs.
-		poolCfg.AfterConnect = func(ctx context.Context, c *pgx.Conn) error {
-			pid, start, err := sqlschema.SessionIdentity(ctx, c)
-			if err != nil {
-				return err
-			}
-			a.sessions.Store(uint32(pid), start)
-			return sqlschema.RunGuardWarm(ctx, c)
-		}
-		poolCfg.BeforeClose = func(c *pgx.Conn) { a.sessions.Delete(c.PgConn().PID()) }
-	}
+	poolCfg.MaxConns = recordsSessions
+	// Its sessions stay open while the agent leads: when the server's connection slots are taken by
+	// other clients, the agent still records and plans.
+	poolCfg.MaxConnIdleTime, poolCfg.MaxConnLifetime = 24*time.Hour, 24*time.Hour
 	pool, err := pgxpool.NewWithConfig(context.Background(), poolCfg)
 	if err != nil {
-		return nil, fmt.Errorf("database %d: sessions as %s: %w", a.db.ID, cfg.User, err)
+		return nil, fmt.Errorf("database %d: %w", a.db.ID, err)
 	}
+	unreserve, ok := a.budget.Reserve(recordsSessions)
+	if !ok {
+		size, fixed := a.budget.Size()
+		a.logf(agentlog.LevelEssential, statusStarting, "the session budget of this server (%d) is all taken by the agents' own sessions (%d): runs get one session at a time; raise the sessions setting or max_connections", size, fixed)
+	}
+	a.records, a.unreserveRecords = pool, unreserve
 	return pool, nil
 }
 
+// openOwnerSession opens a session authenticated as a job owner, reads its identity and warms its
+// run guard.
+func (a *dbAgent) openOwnerSession(ctx context.Context, owner string) (*pgx.Conn, time.Time, error) {
+	cfg, err := a.connConfig(owner)
+	if err != nil {
+		return nil, time.Time{}, err
+	}
+	cfg.RuntimeParams["application_name"] = applicationName(a.db.ID) + " job"
+	conn, err := pgx.ConnectConfig(ctx, cfg)
+	if err != nil {
+		return nil, time.Time{}, err
+	}
+	_, start, err := sqlschema.SessionIdentity(ctx, conn)
+	if err == nil {
+		err = sqlschema.RunGuardWarm(ctx, conn)
+	}
+	if err != nil {
+		conn.Close(context.Background())
+		return nil, time.Time{}, err
+	}
+	return conn, start, nil
+}
+
 // warm opens, ahead of a fire, the sessions its runs will need: as many per owner as the owner
-// has jobs due then (up to MaxRuns), so that no run waits for a connection at its minute.
-// Opening a session sends no statement but the one reading its identity.
+// has jobs due then, as far as the budget has room, so that no run waits for a connection at its
+// minute. Opening a session sends no statement but those reading its identity and warming its guard.
 func (a *dbAgent) warm(jobs []*job) {
 	need := map[string]int{}
 	for _, j := range jobs {
 		if why, _ := refusal(j); why != "" {
 			continue // it opens no session
 		}
-		need[j.owner] = min(need[j.owner]+1, a.opt.MaxRuns)
+		need[j.owner]++
 	}
 	for owner, n := range need {
-		pool, err := a.ownerPool(owner)
-		if err != nil {
-			continue // the run reports it
-		}
-		// Hold all n at once, else the pool hands the same session out again.
 		go func() {
 			ctx, cancel := context.WithTimeout(a.runCtx, warmLead)
 			defer cancel()
-			conns := make(chan *pgxpool.Conn, n)
-			var opening sync.WaitGroup
-			for range n {
-				opening.Add(1)
-				go func() {
-					defer opening.Done()
-					if c, err := pool.Acquire(ctx); err == nil {
-						conns <- c
-					}
-				}()
-			}
-			opening.Wait()
-			close(conns)
-			for c := range conns {
-				c.Release()
-			}
+			a.owners.Warm(ctx, owner, n)
 		}()
 	}
 }
@@ -173,9 +140,7 @@ func (a *dbAgent) resetPools() {
 	if a.records != nil {
 		a.records.Reset()
 	}
-	for _, p := range a.pools {
-		p.Reset()
-	}
+	a.owners.Reset()
 }
 
 func (a *dbAgent) closePools() {
@@ -183,8 +148,7 @@ func (a *dbAgent) closePools() {
 	defer a.poolsMu.Unlock()
 	if a.records != nil {
 		a.records.Close()
+		a.unreserveRecords()
 	}
-	for _, p := range a.pools {
-		p.Close()
-	}
+	a.owners.Close()
 }

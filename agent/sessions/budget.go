@@ -1,0 +1,300 @@
+// Package sessions lends the agent's sessions of one server within a budget, fairly between owners.
+package sessions
+
+import (
+	"context"
+	"errors"
+	"sync"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+)
+
+// Budget is the most sessions the agent keeps open on one server (host and port), shared by the
+// database agents of that server. Part of it is fixed: each database agent's leader session and its
+// sessions for the run history (Reserve). The rest is lent to runs, as sessions of the runs' owners,
+// through a Pool per database.
+//
+// Runs that find no room wait in line, one line per owner and database; a freed session goes to the
+// lines in turn, so that one owner's backlog never keeps another owner waiting for more than one
+// run's end. An owner never holds the last session a pool or the budget has for runs while they
+// have two or more: the first run of another owner finds one at once.
+type Budget struct {
+	// IdleTimeout is how long a session lent before may stay open unused; 0 means 5 min.
+	IdleTimeout time.Duration
+
+	mu         sync.Mutex
+	size       int               // the sessions in all; 0 until known
+	configured bool              // size was set by the configuration, not read from the server
+	fixed      int               // sessions reserved outside the lending
+	open       int               // lent or idle sessions, and those being opened
+	byOwner    map[string]int    // open of each owner
+	idle       []*Session        // open and unused, oldest first
+	lines      map[key][]*waiter // runs waiting, by owner and database
+	turns      []key             // the lines in the order they take turns
+	turn       int               // the index in turns of the next line to serve
+	idleTimer  *time.Timer       // closes the sessions idle too long
+	closing    []*pgx.Conn       // sessions to close once the lock is released
+	refusals   int               // opens the server refused since it last accepted one
+	fullUntil  time.Time         // no session is opened before then: the server refused the last
+	retry      *time.Timer       // serves the lines again at fullUntil
+}
+
+// key names a line: the runs of one owner in one database.
+type key struct {
+	pool  *Pool
+	owner string
+}
+
+// waiter is a run waiting in line.
+type waiter struct {
+	grant chan grant
+	hooks Hooks
+	ctx   context.Context
+}
+
+// grant is what a waiter is given: a session, or leave to open one; neither when its pool closed.
+type grant struct {
+	s    *Session
+	open bool
+}
+
+// NewBudget returns a budget of size sessions; 0 means a share of the server's connections, set by
+// Learn once a database agent has connected.
+func NewBudget(size int) *Budget {
+	return &Budget{size: size, configured: size > 0, byOwner: map[string]int{}, lines: map[key][]*waiter{}}
+}
+
+// DefaultShare is the share of the connections a server accepts from ordinary roles that the agent
+// takes when the configuration sets no budget: half, leaving the rest to applications.
+func DefaultShare(available int) int { return max(2, available/2) }
+
+// Learn sets the budget from the connections the server accepts from ordinary roles
+// (max_connections minus the reserved ones), unless the configuration set it.
+func (b *Budget) Learn(available int) {
+	b.mu.Lock()
+	defer b.unlock()
+	if !b.configured {
+		b.size = DefaultShare(available)
+		b.dispatch()
+	}
+}
+
+// Size returns the budget's size, and how many of its sessions are reserved outside the lending.
+func (b *Budget) Size() (size, fixed int) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.size, b.fixed
+}
+
+// Reserve takes n sessions out of the lending, for sessions the caller opens itself; the function it
+// returns gives them back. It reports whether the budget still has a session to lend: when it
+// does not, runs get one at a time.
+func (b *Budget) Reserve(n int) (unreserve func(), ok bool) {
+	b.mu.Lock()
+	b.fixed += n
+	b.closeIdleOver()
+	ok = b.size == 0 || b.size-b.fixed >= 1
+	b.unlock()
+	var once sync.Once
+	return func() {
+		once.Do(func() {
+			b.mu.Lock()
+			b.fixed -= n
+			b.dispatch()
+			b.unlock()
+		})
+	}, ok
+}
+
+// lendable is how many sessions the budget lends to runs at once.
+func (b *Budget) lendable() int {
+	size := b.size
+	if size == 0 {
+		size = unknownSize
+	}
+	return max(1, size-b.fixed)
+}
+
+// unknownSize is the budget until it is learnt: runs start only once their database agent leads,
+// after it has read the server's connection limit, so this is a fallback.
+const unknownSize = 10
+
+// share is how many of limit sessions one owner may hold: all but one when there are two or more.
+func share(limit int) int {
+	if limit >= 2 {
+		return limit - 1
+	}
+	return limit
+}
+
+// unlock releases the lock and closes the sessions given up under it.
+func (b *Budget) unlock() {
+	closing := b.closing
+	b.closing = nil
+	b.mu.Unlock()
+	for _, c := range closing {
+		go closeConn(c)
+	}
+}
+
+func closeConn(c *pgx.Conn) {
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	c.Close(ctx)
+}
+
+// room reports whether the line k may have a session it has to open, after closing evict (nil when
+// there is room without). b.mu is held.
+func (b *Budget) room(k key) (evict *Session, ok bool) {
+	p := k.pool
+	if p.closed || p.lent >= p.max || p.lentBy[k.owner] >= share(p.max) {
+		return nil, false
+	}
+	limit := b.lendable()
+	ownerFull := b.byOwner[k.owner] >= share(limit)
+	if !ownerFull && b.open < limit && !time.Now().Before(b.fullUntil) {
+		return nil, true
+	}
+	for _, s := range b.idle { // the oldest first
+		if s.key != k && (!ownerFull || s.key.owner == k.owner) {
+			return s, true
+		}
+	}
+	return nil, false
+}
+
+// lend counts a session of line k as lent. b.mu is held.
+func (b *Budget) lend(k key) {
+	k.pool.lent++
+	k.pool.lentBy[k.owner]++
+}
+
+// permit counts a session line k opens, closing evict first. b.mu is held.
+func (b *Budget) permit(k key, evict *Session) {
+	if evict != nil {
+		b.dropIdle(evict)
+		b.closed(evict.key.owner)
+		b.closing = append(b.closing, evict.Conn)
+	}
+	b.open++
+	b.byOwner[k.owner]++
+	b.lend(k)
+}
+
+// closed counts a session of owner as closed. b.mu is held.
+func (b *Budget) closed(owner string) {
+	b.open--
+	if b.byOwner[owner]--; b.byOwner[owner] == 0 {
+		delete(b.byOwner, owner)
+	}
+}
+
+// takeIdle returns the session line k used last, if one is idle and the line may have it. b.mu is
+// held.
+func (b *Budget) takeIdle(k key) *Session {
+	p := k.pool
+	if p.lent >= p.max || p.lentBy[k.owner] >= share(p.max) {
+		return nil
+	}
+	for i := len(b.idle) - 1; i >= 0; i-- {
+		if s := b.idle[i]; s.key == k {
+			b.idle = append(b.idle[:i], b.idle[i+1:]...)
+			b.lend(k)
+			return s
+		}
+	}
+	return nil
+}
+
+func (b *Budget) dropIdle(s *Session) {
+	for i, t := range b.idle {
+		if t == s {
+			b.idle = append(b.idle[:i], b.idle[i+1:]...)
+			return
+		}
+	}
+}
+
+// dispatch serves the lines in turn, one session at a time, while any line can be served. b.mu is
+// held.
+func (b *Budget) dispatch() {
+	for unserved := 0; len(b.turns) > 0 && unserved < len(b.turns); {
+		if b.turn >= len(b.turns) {
+			b.turn = 0
+		}
+		k := b.turns[b.turn]
+		var g grant
+		if g.s = b.takeIdle(k); g.s == nil {
+			if evict, ok := b.room(k); ok {
+				b.permit(k, evict)
+				g.open = true
+			}
+		}
+		if g.s != nil || g.open {
+			w := b.pop(k)
+			if b.granted(k, g, w.hooks, w.ctx) {
+				w.grant <- g
+			}
+		} else {
+			b.turn++
+			unserved++
+			continue
+		}
+		unserved = 0
+		if _, waiting := b.lines[k]; waiting {
+			b.turn++ // the next line's turn; a line that emptied left turns, and the next is at b.turn
+		}
+	}
+}
+
+// pop takes the first waiter of line k off its line. b.mu is held.
+func (b *Budget) pop(k key) *waiter {
+	line := b.lines[k]
+	w := line[0]
+	if len(line) == 1 {
+		b.leave(k)
+	} else {
+		b.lines[k] = line[1:]
+	}
+	return w
+}
+
+// leave removes line k, which is empty. b.mu is held.
+func (b *Budget) leave(k key) {
+	delete(b.lines, k)
+	for i, t := range b.turns {
+		if t == k {
+			b.turns = append(b.turns[:i], b.turns[i+1:]...)
+			if i < b.turn {
+				b.turn--
+			}
+			return
+		}
+	}
+}
+
+// closeIdleOver closes idle sessions while more are open than the budget lends. b.mu is held.
+func (b *Budget) closeIdleOver() {
+	for b.open > b.lendable() && len(b.idle) > 0 {
+		s := b.idle[0]
+		b.idle = b.idle[1:]
+		b.closed(s.key.owner)
+		b.closing = append(b.closing, s.Conn)
+	}
+}
+
+// Refused reports whether err is the server refusing a session for want of connection slots, or
+// because it is starting up or shutting down: a run waits and tries again rather than failing.
+func Refused(err error) bool {
+	var pgErr *pgconn.PgError
+	if !errors.As(err, &pgErr) {
+		return false
+	}
+	switch pgErr.Code {
+	case "53300", "57P03": // too_many_connections, cannot_connect_now
+		return true
+	}
+	return false
+}

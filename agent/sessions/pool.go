@@ -1,0 +1,395 @@
+package sessions
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+)
+
+// ErrPoolClosed is returned by Acquire when the pool closed while the run waited.
+var ErrPoolClosed = errors.New("the database agent stopped lending sessions")
+
+// Opener opens a session of owner on a pool's database, and returns it with its backend_start.
+type Opener func(ctx context.Context, owner string) (*pgx.Conn, time.Time, error)
+
+// Pool lends the sessions of one database's job owners, from a Budget.
+type Pool struct {
+	budget *Budget
+	ctx    context.Context // sessions are opened within it
+	open   Opener
+	max    int // sessions lent at once; runs beyond wait in line
+
+	// Guarded by budget.mu.
+	lent   int            // sessions lent, and being opened
+	lentBy map[string]int // lent of each owner
+	closed bool
+}
+
+// Session is a session of a job owner lent to a run.
+type Session struct {
+	Conn  *pgx.Conn
+	PID   uint32    // the backend's process id
+	Start time.Time // the backend's start: with PID, it names the session in the run history
+
+	key       key
+	idleSince time.Time
+}
+
+// NewPool returns a pool lending at most max sessions at once from b, opened with open within ctx.
+func (b *Budget) NewPool(ctx context.Context, max int, open Opener) *Pool {
+	return &Pool{budget: b, ctx: ctx, open: open, max: max, lentBy: map[string]int{}}
+}
+
+// Hooks are what a run asking for a session is told.
+type Hooks struct {
+	// Waiting, if not nil, is called once if the run has to wait in line, with the number of runs
+	// of the same line ahead.
+	Waiting func(ahead int)
+	// Granted, if not nil, is called when the run is given a session, or leave to open one, with
+	// the budget's lock held: it must not call the budget. Acquire then returns the session unless
+	// ctx had ended by the time Granted returned.
+	Granted func()
+}
+
+// Acquire returns a session of owner: one this owner's runs used before when one is idle, else a
+// new one. When the budget or the pool has no session to lend, the run waits in line until one is
+// released, or ctx ends. When the server refuses a new session (another client took its
+// connection slots), the run waits in line too and tries again, with a back-off shared by all runs
+// of the server, until ctx ends; the error then says so. Once granted, a session is opened within
+// the pool's context, whatever becomes of ctx.
+func (p *Pool) Acquire(ctx context.Context, owner string, hooks Hooks) (*Session, error) {
+	b := p.budget
+	k := key{p, owner}
+	var refusal error // the server's last refusal of a session for this run
+	front := false    // a run the server refused goes back to the front of its line
+	waited := false
+	for {
+		b.mu.Lock()
+		if p.closed {
+			b.unlock()
+			return nil, ErrPoolClosed
+		}
+		var g grant
+		if len(b.lines[k]) == 0 || front {
+			if g.s = b.takeIdle(k); g.s == nil {
+				if evict, ok := b.room(k); ok {
+					b.permit(k, evict)
+					g.open = true
+				}
+			}
+			if (g.s != nil || g.open) && !b.granted(k, g, hooks, ctx) {
+				b.dispatch()
+				b.unlock()
+				return nil, p.gaveUp(ctx, refusal)
+			}
+		}
+		var w *waiter
+		ahead := 0
+		if g.s == nil && !g.open {
+			w = &waiter{grant: make(chan grant, 1), hooks: hooks, ctx: ctx}
+			if _, ok := b.lines[k]; !ok {
+				b.turns = append(b.turns, k)
+			}
+			if front {
+				b.lines[k] = append([]*waiter{w}, b.lines[k]...)
+			} else {
+				b.lines[k] = append(b.lines[k], w)
+				ahead = len(b.lines[k]) - 1
+			}
+		}
+		b.unlock()
+		if w != nil {
+			if hooks.Waiting != nil && !waited {
+				hooks.Waiting(ahead)
+			}
+			waited = true
+			select {
+			case g = <-w.grant:
+			case <-ctx.Done():
+				b.cancel(k, w)
+				return nil, p.gaveUp(ctx, refusal)
+			}
+		}
+		switch {
+		case g.s != nil:
+			return g.s, nil
+		case !g.open:
+			return nil, ErrPoolClosed
+		}
+		s, err := p.openSession(p.ctx, owner)
+		if err == nil {
+			return s, nil
+		}
+		b.mu.Lock()
+		b.unlend(k)
+		b.closed(owner)
+		refused := Refused(err) && ctx.Err() == nil && p.ctx.Err() == nil
+		if refused {
+			b.refused()
+		}
+		b.dispatch()
+		b.unlock()
+		if !refused {
+			if Refused(err) && ctx.Err() != nil {
+				return nil, p.gaveUp(ctx, err)
+			}
+			return nil, err
+		}
+		refusal, front = err, true
+	}
+}
+
+// granted tells the run of line k it was granted g, and reports whether it still wants it; if not,
+// g is given back. b.mu is held.
+func (b *Budget) granted(k key, g grant, hooks Hooks, ctx context.Context) bool {
+	if hooks.Granted != nil {
+		hooks.Granted()
+	}
+	if ctx.Err() == nil {
+		return true
+	}
+	if g.s != nil {
+		b.giveBack(g.s, true)
+	} else {
+		b.unlend(k)
+		b.closed(k.owner)
+	}
+	return false // the caller serves the lines again
+}
+
+// gaveUp is the error of a run that stopped waiting for a session when ctx ended.
+func (p *Pool) gaveUp(ctx context.Context, refusal error) error {
+	if refusal != nil {
+		return fmt.Errorf("the server refused new sessions (%w): %w", refusal, context.Cause(ctx))
+	}
+	return context.Cause(ctx)
+}
+
+// openSession opens a session of owner, counted already as lent.
+func (p *Pool) openSession(ctx context.Context, owner string) (*Session, error) {
+	conn, start, err := p.open(ctx, owner)
+	if err != nil {
+		return nil, err
+	}
+	p.budget.mu.Lock()
+	p.budget.refusals = 0
+	p.budget.mu.Unlock()
+	return &Session{Conn: conn, PID: conn.PgConn().PID(), Start: start, key: key{p, owner}}, nil
+}
+
+// refused backs off after the server refused a session: no session is opened for a while, 10 ms
+// doubling to 1 s while refusals go on, and then the lines are served again. b.mu is held.
+func (b *Budget) refused() {
+	backoff := min(10*time.Millisecond<<min(b.refusals, 7), time.Second)
+	b.refusals++
+	b.fullUntil = time.Now().Add(backoff)
+	if b.retry == nil {
+		b.retry = time.AfterFunc(backoff, func() {
+			b.mu.Lock()
+			b.retry = nil
+			b.dispatch()
+			b.unlock()
+		})
+	} else {
+		b.retry.Reset(backoff)
+	}
+}
+
+// cancel takes a waiter whose run gave up off its line, or gives back what it was granted. b.mu is
+// not held.
+func (b *Budget) cancel(k key, w *waiter) {
+	b.mu.Lock()
+	defer b.unlock()
+	line := b.lines[k]
+	for i, x := range line {
+		if x == w {
+			if len(line) == 1 {
+				b.leave(k)
+			} else {
+				b.lines[k] = append(line[:i:i], line[i+1:]...)
+			}
+			return
+		}
+	}
+	select {
+	case g := <-w.grant:
+		switch {
+		case g.s != nil:
+			b.giveBack(g.s, true)
+		case g.open:
+			b.unlend(k)
+			b.closed(k.owner)
+		}
+		b.dispatch()
+	default:
+	}
+}
+
+// unlend counts a session of line k as no longer lent. b.mu is held.
+func (b *Budget) unlend(k key) {
+	k.pool.lent--
+	if k.pool.lentBy[k.owner]--; k.pool.lentBy[k.owner] == 0 {
+		delete(k.pool.lentBy, k.owner)
+	}
+}
+
+// Release gives the session back after a run: it is reset (DISCARD ALL), so that no run sees
+// another's settings, and lent to the next run in line or kept for the next run of its owner. A
+// session whose reset fails is closed.
+func (s *Session) Release() {
+	ctx, cancel := context.WithTimeout(context.Background(), resetTimeout)
+	_, err := s.Conn.Exec(ctx, "DISCARD ALL", pgx.QueryExecModeSimpleProtocol)
+	cancel()
+	b := s.key.pool.budget
+	b.mu.Lock()
+	defer b.unlock()
+	b.giveBack(s, err == nil)
+	b.dispatch()
+}
+
+// resetTimeout bounds the reset of a session after its run.
+const resetTimeout = 5 * time.Second
+
+// Close closes the session instead of giving it back: its run failed in a way that leaves it in
+// doubt.
+func (s *Session) Close() {
+	b := s.key.pool.budget
+	b.mu.Lock()
+	defer b.unlock()
+	b.giveBack(s, false)
+	b.dispatch()
+}
+
+// giveBack counts a lent session back: idle when keep, else closed. The caller serves the lines
+// then. b.mu is held.
+func (b *Budget) giveBack(s *Session, keep bool) {
+	b.unlend(s.key)
+	if !keep || s.key.pool.closed || s.Conn.IsClosed() {
+		b.closed(s.key.owner)
+		b.closing = append(b.closing, s.Conn)
+	} else {
+		s.idleSince = time.Now()
+		b.idle = append(b.idle, s)
+		b.armIdleTimer()
+	}
+	b.closeIdleOver()
+}
+
+// armIdleTimer makes sure idle sessions are closed once they have been idle for IdleTimeout. b.mu
+// is held.
+func (b *Budget) armIdleTimer() {
+	if b.idleTimer != nil || len(b.idle) == 0 {
+		return
+	}
+	b.idleTimer = time.AfterFunc(time.Until(b.idle[0].idleSince.Add(b.idleTimeout())), func() {
+		b.mu.Lock()
+		defer b.unlock()
+		b.idleTimer = nil
+		for len(b.idle) > 0 && time.Since(b.idle[0].idleSince) >= b.idleTimeout() {
+			s := b.idle[0]
+			b.idle = b.idle[1:]
+			b.closed(s.key.owner)
+			b.closing = append(b.closing, s.Conn)
+		}
+		b.armIdleTimer()
+	})
+}
+
+func (b *Budget) idleTimeout() time.Duration {
+	if b.IdleTimeout > 0 {
+		return b.IdleTimeout
+	}
+	return 5 * time.Minute
+}
+
+// Warm opens sessions of owner ahead of a fire until n are idle, as far as the budget has room
+// without closing other sessions and no run waits. It returns when they are open.
+func (p *Pool) Warm(ctx context.Context, owner string, n int) {
+	b := p.budget
+	k := key{p, owner}
+	b.mu.Lock()
+	permits := 0
+	if len(b.turns) == 0 && !p.closed {
+		for _, s := range b.idle {
+			if s.key == k {
+				n--
+			}
+		}
+		for ; permits < n; permits++ {
+			if evict, ok := b.room(k); !ok || evict != nil {
+				break
+			}
+			b.permit(k, nil)
+		}
+	}
+	b.unlock()
+	var opening sync.WaitGroup
+	for range permits {
+		opening.Add(1)
+		go func() {
+			defer opening.Done()
+			s, err := p.openSession(ctx, owner)
+			b.mu.Lock()
+			defer b.unlock()
+			if err != nil {
+				b.unlend(k)
+				b.closed(owner)
+				if Refused(err) {
+					b.refused()
+				}
+				b.dispatch()
+				return
+			}
+			b.giveBack(s, true)
+			b.dispatch()
+		}()
+	}
+	opening.Wait()
+}
+
+// Reset closes the pool's idle sessions: after an outage they may be as dead as the leader's.
+func (p *Pool) Reset() {
+	b := p.budget
+	b.mu.Lock()
+	defer b.unlock()
+	p.closeIdle()
+	b.dispatch()
+}
+
+// Close closes the pool: its idle sessions now, its lent ones when they are given back; runs in its
+// lines get ErrPoolClosed.
+func (p *Pool) Close() {
+	b := p.budget
+	b.mu.Lock()
+	defer b.unlock()
+	p.closed = true
+	p.closeIdle()
+	for k := range b.lines {
+		if k.pool == p {
+			for _, w := range b.lines[k] {
+				w.grant <- grant{}
+			}
+			b.leave(k)
+		}
+	}
+	b.dispatch()
+}
+
+// closeIdle closes the pool's idle sessions. b.mu is held.
+func (p *Pool) closeIdle() {
+	b := p.budget
+	kept := b.idle[:0]
+	for _, s := range b.idle {
+		if s.key.pool == p {
+			b.closed(s.key.owner)
+			b.closing = append(b.closing, s.Conn)
+		} else {
+			kept = append(kept, s)
+		}
+	}
+	b.idle = kept
+}
