@@ -37,7 +37,9 @@ type Options struct {
 	// (max_connections minus the reserved ones), read when an agent connects.
 	Sessions int
 	// RetryMin and RetryMax bound the pause between attempts to reach an unreachable database:
-	// it doubles from RetryMin to RetryMax in each outage. 0 means 1 s and 1 min.
+	// it doubles from RetryMin to RetryMax in each outage, but stays at most 5 s while the server
+	// that answers is a standby in recovery, whose promotion the agent follows. 0 means 1 s and
+	// 1 min.
 	RetryMin, RetryMax time.Duration
 	// Logger returns the logger of a database agent (by id and log level); nil discards logs.
 	Logger func(id, level int) *slog.Logger

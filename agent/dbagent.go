@@ -9,6 +9,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/pgjobs/pgjobs/agent/agentlog"
 	"github.com/pgjobs/pgjobs/agent/sessions"
@@ -33,6 +34,11 @@ const warmLead = 2 * time.Second
 // nothing from the runs' start. The fire itself is claimed (pgj_fire_) before the run starts, so
 // a successor never runs it again.
 const runningRowAfter = 200 * time.Millisecond
+
+// standbyRetryMax is the longest pause between tries while the server that answers is a standby
+// in recovery (pointed at alone, or the only one of a host list up, whose read-write server is
+// gone): the agent follows a promotion within it, plus a connection, whatever RetryMax is.
+const standbyRetryMax = 5 * time.Second
 
 // reloadEvery is how often, at most, the agent reloads the jobs when notified of changes.
 const reloadEvery = time.Second
@@ -96,8 +102,8 @@ func (a *dbAgent) logf(level slog.Level, status, format string, args ...any) {
 }
 
 // run serves the database until ctx ends: a session at a time, reconnecting with capped
-// exponential backoff, a fresh one per outage. Runs in flight go on until runCtx ends; run waits
-// for them before it returns.
+// exponential backoff, a fresh one per outage, and a pause of at most standbyRetryMax while a
+// standby answers. Runs in flight go on until runCtx ends; run waits for them before it returns.
 func (a *dbAgent) run(ctx context.Context) {
 	defer a.closePools()
 	defer a.runs.Wait()
@@ -124,16 +130,25 @@ func (a *dbAgent) run(ctx context.Context) {
 			continue
 		}
 		a.resetPools() // their sessions may be as dead as the leader's
-		if connected || outageSince.IsZero() {
+		newOutage := connected || outageSince.IsZero()
+		if newOutage {
 			if outageSince.IsZero() {
 				outageSince = a.opt.Clock.Now()
 			}
 			retry = a.opt.RetryMin
+		}
+		pause := retry
+		if errors.Is(err, errStandby) || errors.Is(err, pgconn.ErrReadOnlyConnection) {
+			// A standby answered: a failover may be under way, whose promotion the agent follows
+			// within standbyRetryMax, however long the outage has lasted.
+			pause = min(pause, standbyRetryMax)
+		}
+		if newOutage {
 			a.logf(agentlog.LevelError, statusReconnecting, "database unavailable: %v; retrying with backoff up to %s", err, a.opt.RetryMax)
 		} else {
-			a.logf(agentlog.LevelDebug, statusReconnecting, "still unreachable: %v; next try in %s", err, retry)
+			a.logf(agentlog.LevelDebug, statusReconnecting, "still unreachable: %v; next try in %s", err, pause)
 		}
-		timer := a.opt.Clock.NewTimer(retry)
+		timer := a.opt.Clock.NewTimer(pause)
 		select {
 		case <-ctx.Done():
 			timer.Stop()

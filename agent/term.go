@@ -19,6 +19,9 @@ import (
 // queued for strong locks on pgjobs' tables, which make every statement of the agent wait.
 const watchAfter = 2 * time.Second
 
+// errStandby is serve's error on a server in recovery.
+var errStandby = errors.New("the server is a standby in recovery; the agent needs the primary (list both hosts: host1,host2)")
+
 // serve runs one leader session: connect, take the leader lease, then plan and fire until the
 // session fails or ctx ends. onConnected is called once the agent is the active one. On a soft
 // stop the leader session stays until the runs have ended, so no other agent takes over while
@@ -46,7 +49,7 @@ func (a *dbAgent) serve(ctx context.Context, onConnected func()) error {
 	}
 	a.budget.Learn(server.Available)
 	if server.InRecovery {
-		return errors.New("the server is a standby in recovery; the agent needs the primary (list both hosts: host1,host2)")
+		return errStandby
 	}
 	if err := sqlschema.Check(ctx, conn); err != nil {
 		return err

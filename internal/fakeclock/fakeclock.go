@@ -98,3 +98,28 @@ func (c *Clock) WaitForTimer(at time.Time, timeout time.Duration) bool {
 		}
 	}
 }
+
+// NextTimer waits until some timer is set, and returns when the earliest fires; false when none
+// was set within the timeout. A test that drives an agent from wake to wake sets the clock to it.
+func (c *Clock) NextTimer(timeout time.Duration) (time.Time, bool) {
+	deadline := time.After(timeout)
+	for {
+		c.mu.Lock()
+		changed := c.changed
+		var earliest time.Time
+		for t := range c.timers {
+			if earliest.IsZero() || t.at.Before(earliest) {
+				earliest = t.at
+			}
+		}
+		c.mu.Unlock()
+		if !earliest.IsZero() {
+			return earliest, true
+		}
+		select {
+		case <-changed:
+		case <-deadline:
+			return time.Time{}, false
+		}
+	}
+}

@@ -31,7 +31,7 @@ import (
 const DSNVariable = "PGJOBS_TEST_DSN"
 
 // ErrExternal is returned by the methods that need a cluster of our own (Restart, StopServer,
-// StartServer) when the tests run against the server of PGJOBS_TEST_DSN.
+// StartServer, StartReplica, Promote) when the tests run against the server of PGJOBS_TEST_DSN.
 var ErrExternal = errors.New("the tests use an existing server (" + DSNVariable + "): it cannot be stopped or restarted")
 
 // Cluster is a PostgreSQL server the tests may use as they like.
@@ -45,6 +45,7 @@ type Cluster struct {
 	dir      string // the temporary directory: data/, the socket, postgres.log
 	port     int
 	runAs    *syscall.Credential // the postgres OS user when the tests run as root
+	primary  *Cluster            // the cluster a replica streams from; nil for a primary
 	mu       sync.Mutex          // guards server
 	server   *exec.Cmd
 	exited   chan struct{} // closed when server has exited
@@ -120,19 +121,7 @@ func StartWith(ctx context.Context, settings Settings) (*Cluster, error) {
 		c.removeDir()
 		return nil, err
 	}
-	// A free port may be taken by someone else before the server binds it: try a few.
-	for attempt := 1; ; attempt++ {
-		if c.port, err = freePort(); err == nil {
-			c.base, err = pgconn.ParseConfig(fmt.Sprintf("host=%s port=%d user=postgres dbname=postgres sslmode=disable", c.dir, c.port))
-		}
-		if err == nil {
-			err = c.StartServer(ctx)
-		}
-		if err == nil || attempt == 3 || ctx.Err() != nil {
-			break
-		}
-	}
-	if err != nil {
+	if err := c.startOnFreePort(ctx); err != nil {
 		c.removeDir()
 		return nil, err
 	}

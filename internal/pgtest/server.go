@@ -21,6 +21,7 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
 )
 
 // Restart stops the server and starts it again on the same port.
@@ -146,25 +147,51 @@ func (c *Cluster) admin(ctx context.Context, sql string) error {
 	return err
 }
 
-// initdb creates the temporary directory and a cluster in it.
-func (c *Cluster) initdb(ctx context.Context) error {
-	dir, err := os.MkdirTemp(socketTempDir(), "pgjobs-pgtest-")
-	if err != nil {
-		return fmt.Errorf("initdb: %w", err)
-	}
-	c.dir = dir
-	if c.runAs != nil {
-		if err := os.Chown(dir, int(c.runAs.Uid), int(c.runAs.Gid)); err != nil {
-			return fmt.Errorf("initdb: give %s to the postgres user: %w", dir, err)
+// startOnFreePort starts the server on a free port. A free port may be taken by someone else
+// before the server binds it: it tries a few.
+func (c *Cluster) startOnFreePort(ctx context.Context) error {
+	var err error
+	for attempt := 1; ; attempt++ {
+		if c.port, err = freePort(); err == nil {
+			c.base, err = pgconn.ParseConfig(fmt.Sprintf("host=%s port=%d user=postgres dbname=postgres sslmode=disable", c.dir, c.port))
+		}
+		if err == nil {
+			err = c.StartServer(ctx)
+		}
+		if err == nil || attempt == 3 || ctx.Err() != nil {
+			return err
 		}
 	}
+}
+
+// initdb creates the temporary directory and a cluster in it. Its default pg_hba.conf (trust)
+// allows replication connections on the socket and on 127.0.0.1, which StartReplica uses.
+func (c *Cluster) initdb(ctx context.Context) error {
+	if err := c.makeDir(); err != nil {
+		return fmt.Errorf("initdb: %w", err)
+	}
 	cmd := c.command(filepath.Join(c.bindir, "initdb"),
-		"-D", filepath.Join(dir, "data"), "-U", "postgres", "-A", "trust",
+		"-D", filepath.Join(c.dir, "data"), "-U", "postgres", "-A", "trust",
 		"-E", "UTF8", "--locale=C", "--no-sync")
 	var out bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &out
 	if err := runContext(ctx, cmd); err != nil {
 		return fmt.Errorf("initdb: %w\n%s", err, out.String())
+	}
+	return nil
+}
+
+// makeDir creates the cluster's temporary directory, owned by the user the server runs as.
+func (c *Cluster) makeDir() error {
+	dir, err := os.MkdirTemp(socketTempDir(), "pgjobs-pgtest-")
+	if err != nil {
+		return err
+	}
+	c.dir = dir
+	if c.runAs != nil {
+		if err := os.Chown(dir, int(c.runAs.Uid), int(c.runAs.Gid)); err != nil {
+			return fmt.Errorf("give %s to the postgres user: %w", dir, err)
+		}
 	}
 	return nil
 }
