@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/pgjobs/pgjobs/agent/agentlog"
 	"github.com/pgjobs/pgjobs/sqlschema"
 )
@@ -54,6 +55,12 @@ func (a *dbAgent) lead(ctx context.Context, conn *pgx.Conn) (int64, *string, err
 		}
 		lookedAt := time.Now()
 		lease, err := sqlschema.LeaderLook(ctx, conn, standingBy)
+		if lockTimedOut(err) {
+			// A role queued a strong lock on the lease after the sweep: sweep and look again at
+			// once, rather than treating it as an outage and backing off.
+			a.logf(agentlog.LevelDebug, statusWaiting, "the look at the leader lease waited past lock_timeout behind another session; looking again")
+			continue
+		}
 		if err != nil {
 			return 0, nil, err
 		}
@@ -78,6 +85,12 @@ func (a *dbAgent) lead(ctx context.Context, conn *pgx.Conn) (int64, *string, err
 			return 0, nil, err
 		}
 	}
+}
+
+// lockTimedOut reports whether err is a statement that waited past lock_timeout.
+func lockTimedOut(err error) bool {
+	var pgErr *pgconn.PgError
+	return errors.As(err, &pgErr) && pgErr.Code == "55P03" // lock_not_available
 }
 
 // take takes the lease seen in lease, free or held by a hung leader, and reports whether it did,

@@ -40,7 +40,8 @@ func TestNextFireSQLMatchesGo(t *testing.T) {
 			texts = append(texts, text)
 		}
 	}
-	texts = append(texts, "D 2:30", "D 1:30", "D 2:00", "D 3:00", "D 2:15", "W 0 2:30", "D 30", "D 45", "D 2026.03.29 2:30", "D 2026.10.04 2:10")
+	texts = append(texts, "D 2:30", "D 1:30", "D 2:00", "D 3:00", "D 2:15", "W 0 2:30", "D 30", "D 45", "D 2026.03.29 2:30", "D 2026.10.04 2:10",
+		"D 0000.01.01 00:00", "D 0000.02.29 1:00", "D 9999.12.31 23:59") // years at the ends of four digits
 	zones := []string{"UTC", "Europe/Berlin", "America/New_York", "Australia/Lord_Howe", "America/Sao_Paulo", "Pacific/Chatham"}
 	var cases []struct {
 		text, zone    string

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -9,6 +10,7 @@ import (
 	"text/tabwriter"
 	"time"
 	"unicode"
+	"unicode/utf16"
 	"unicode/utf8"
 
 	"github.com/jackc/pgx/v5"
@@ -96,11 +98,30 @@ func connectReader(c *cli.Context) (*pgx.Conn, config.Database, error) {
 	return conn, t, nil
 }
 
-// printJSON prints v as indented JSON.
+// printJSON prints v as indented JSON, with every control and format character of its strings
+// escaped (\u0085, \u202e): encoding/json leaves C1 controls and bidi overrides raw, and a
+// role's text must not act on the terminal of whoever reads the output.
 func printJSON(w io.Writer, v any) error {
-	enc := json.NewEncoder(w)
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
 	enc.SetIndent("", "  ")
-	return enc.Encode(v)
+	if err := enc.Encode(v); err != nil {
+		return err
+	}
+	var out strings.Builder
+	for _, r := range buf.String() { // outside strings, JSON has only ASCII punctuation and blanks
+		if r >= 0x7f && (unicode.IsControl(r) || unicode.Is(unicode.Cf, r)) {
+			if hi, lo := utf16.EncodeRune(r); hi != unicode.ReplacementChar {
+				fmt.Fprintf(&out, "\\u%04x\\u%04x", hi, lo) // past U+FFFF: a surrogate pair
+			} else {
+				fmt.Fprintf(&out, "\\u%04x", r)
+			}
+		} else {
+			out.WriteRune(r)
+		}
+	}
+	_, err := io.WriteString(w, out.String())
+	return err
 }
 
 func orDash(s *string) string {

@@ -1,6 +1,10 @@
 package main
 
-import "testing"
+import (
+	"encoding/json"
+	"strings"
+	"testing"
+)
 
 func TestPrintable(t *testing.T) {
 	t.Parallel()
@@ -20,6 +24,30 @@ func TestPrintable(t *testing.T) {
 	} {
 		if got := printable(tt.in); got != tt.want {
 			t.Errorf("%s: printable(%q) = %q, want %q", tt.name, tt.in, got, tt.want)
+		}
+	}
+}
+
+func TestPrintJSONEscapesControlsAndFormats(t *testing.T) {
+	t.Parallel()
+	for _, tt := range []struct{ name, in, want string }{
+		{"C0 control", "a\x1b[31mb", `"a\u001b[31mb"`},
+		{"C1 next line", "a\u0085b", `"a\u0085b"`},
+		{"DEL", "a\x7fb", `"a\u007fb"`},
+		{"bidi override", "Bill\u202eevil", `"Bill\u202eevil"`},
+		{"line separator", "a\u2028b", `"a\u2028b"`},
+		{"format character past U+FFFF", "a\U000E0001b", `"a\udb40\udc01b"`},
+		{"multibyte stays", "tâche", `"tâche"`},
+	} {
+		var b strings.Builder
+		if err := printJSON(&b, tt.in); err != nil {
+			t.Fatal(err)
+		}
+		var back string
+		if got := strings.TrimSuffix(b.String(), "\n"); got != tt.want {
+			t.Errorf("%s: printJSON(%q) = %s, want %s", tt.name, tt.in, got, tt.want)
+		} else if err := json.Unmarshal([]byte(got), &back); err != nil || back != tt.in {
+			t.Errorf("%s: %s reads back as %q (%v), want %q", tt.name, got, back, err, tt.in)
 		}
 	}
 }

@@ -1,6 +1,9 @@
 -- Ends the sessions other than this one whose role may not run the agent (it may not update
 -- pgjobs.pgj_leader_: superusers and roles a DBA granted it to may) and that hold or wait for a
--- lock on a pgjobs table stronger than the views and the caller stamps need: PostgreSQL takes some
+-- lock on a pgjobs table that conflicts with the agent's reads and writes: SHARE and stronger. The
+-- locks of the pgj_* functions (ROW SHARE for their FOR NO KEY UPDATE and foreign key checks, ROW
+-- EXCLUSIVE for their writes), of the views (ACCESS SHARE) and of autovacuum (SHARE UPDATE
+-- EXCLUSIVE) are left alone: a user's transaction that called a pgj_* function is not ended. PostgreSQL takes some
 -- locks before it checks privileges (CREATE RULE ... TO pgjobs.pgj_fire_ waits for an ACCESS
 -- EXCLUSIVE lock), and every statement of the agent would queue behind it.
 -- Returns each session's pid, role and whether it was ended (within 5 s).
@@ -9,7 +12,7 @@ WITH locking AS (
     WHERE l.pid <> pg_backend_pid()
       AND l.database = (SELECT oid FROM pg_database WHERE datname = current_database())
       AND l.locktype = 'relation'
-      AND l.mode NOT IN ('AccessShareLock', 'RowExclusiveLock')
+      AND l.mode NOT IN ('AccessShareLock', 'RowShareLock', 'RowExclusiveLock', 'ShareUpdateExclusiveLock')
       AND l.relation IN (SELECT c.oid FROM pg_class c WHERE c.relnamespace = 'pgjobs'::regnamespace)
 )
 SELECT a.pid, a.usename::text, pg_terminate_backend(a.pid, 5000)
