@@ -66,7 +66,8 @@ type dbAgent struct {
 	unreserveRecords func()
 
 	pendingMu sync.Mutex
-	pending   []pendingFinish // run ends not yet recorded: the database was unreachable
+	pending   []sqlschema.RunEnd // run ends not yet recorded: the database was unreachable
+	recorder  recorder
 
 	startupDone atomic.Bool // startup jobs ran in this agent's life
 	anchor      time.Time   // the instant interval schedules count from: the agent's start, or its takeover
@@ -74,13 +75,6 @@ type dbAgent struct {
 	pruned      time.Time    // when old runs were last deleted; the loop's
 	foreignRuns bool         // runs of other agents are recorded as running; the loop's
 	foreignBusy map[int]bool // the jobs of those runs; the loop's
-}
-
-// pendingFinish is a run end to record; runID is 0 when the run has no row yet.
-type pendingFinish struct {
-	run    sqlschema.Run
-	runID  int64
-	result sqlschema.RunResult
 }
 
 func newDBAgent(db Database, opt Options, runCtx context.Context, budget *sessions.Budget) *dbAgent {
@@ -215,7 +209,7 @@ func (a *dbAgent) loop(ctx context.Context, records *pgxpool.Pool, t term) error
 		}
 		now = a.opt.Clock.Now()
 		if fires := p.due(now); len(fires) > 0 {
-			if err := a.fireClaimed(ctx, records, t, fires, claimed); err != nil {
+			if err := a.fireClaimed(ctx, records, t, inTurns(fires), claimed); err != nil {
 				return err
 			}
 			if writePlans == nil {

@@ -11,7 +11,6 @@ import (
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
-	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/pgjobs/pgjobs/agent/agentlog"
 	"github.com/pgjobs/pgjobs/agent/sessions"
 	"github.com/pgjobs/pgjobs/sqlschema"
@@ -148,28 +147,6 @@ func (a *dbAgent) logResult(j *job, result sqlschema.RunResult) {
 			msg += " (hint: " + result.Hint + ")"
 		}
 		a.logf(agentlog.LevelEssential, statusFiring, "job %s %s: %s", j.name, map[string]string{"error": "failed", "cancelled": "cancelled"}[result.Status], msg)
-	}
-}
-
-// finish records how a run ended: the whole run when it has no row yet (runID 0).
-func (a *dbAgent) finish(records *pgxpool.Pool, run sqlschema.Run, runID int64, result sqlschema.RunResult) {
-	// Record the end even when the agent is stopping: a fresh context, bounded.
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	var err error
-	if runID == 0 {
-		err = sqlschema.RunInsert(ctx, records, run, result)
-	} else {
-		var recorded bool
-		if recorded, err = sqlschema.RunFinish(ctx, records, runID, result); err == nil && !recorded {
-			a.logf(agentlog.LevelError, statusFiring, "job %s ended %s, but its run had been marked abandoned meanwhile", run.JobName, result.Status)
-		}
-	}
-	if err != nil {
-		a.logf(agentlog.LevelError, statusFiring, "job %s: %v; recording it when the database is back", run.JobName, err)
-		a.pendingMu.Lock()
-		a.pending = append(a.pending, pendingFinish{run: run, runID: runID, result: result})
-		a.pendingMu.Unlock()
 	}
 }
 

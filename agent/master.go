@@ -119,6 +119,17 @@ func (m *Master) start(db Database, startupDone bool) {
 	}()
 }
 
+// SetSessions sets the budget of sessions of every server, as Options.Sessions does; its database
+// agents take it at once (sessions over it close as they are given back).
+func (m *Master) SetSessions(n int) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.opt.Sessions = n
+	for _, b := range m.budgets {
+		b.Configure(n)
+	}
+}
+
 // serverOf names the server of a DSN by its hosts and ports; the DSN itself when it does not parse
 // (its agent reports why when it connects).
 func serverOf(dsn string) string {

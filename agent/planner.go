@@ -234,3 +234,30 @@ func (p *planner) earliest() (time.Time, bool) {
 	}
 	return best, !best.IsZero()
 }
+
+// inTurns orders fires so that their owners take turns: each owner's first fire, then each
+// owner's second, and so on, owners in the order of their first fire. One owner's thousands of
+// fires at a minute then start no later than their turn; another owner's single fire starts among
+// the first.
+func inTurns(fires []dueFire) []dueFire {
+	var owners []string
+	byOwner := map[string][]dueFire{}
+	for _, f := range fires {
+		if _, ok := byOwner[f.job.owner]; !ok {
+			owners = append(owners, f.job.owner)
+		}
+		byOwner[f.job.owner] = append(byOwner[f.job.owner], f)
+	}
+	if len(owners) < 2 {
+		return fires
+	}
+	out := make([]dueFire, 0, len(fires))
+	for round := 0; len(out) < len(fires); round++ {
+		for _, o := range owners {
+			if round < len(byOwner[o]) {
+				out = append(out, byOwner[o][round])
+			}
+		}
+	}
+	return out
+}

@@ -54,10 +54,10 @@ func (a *dbAgent) flushPending(ctx context.Context, records *pgxpool.Pool) {
 	a.pendingMu.Unlock()
 	for i, p := range pending {
 		var err error
-		if p.runID == 0 {
-			err = sqlschema.RunInsert(ctx, records, p.run, p.result)
+		if p.RunID == 0 {
+			err = sqlschema.RunInsert(ctx, records, p.Run, p.Result)
 		} else {
-			_, err = sqlschema.RunFinish(ctx, records, p.runID, p.result)
+			_, err = sqlschema.RunFinish(ctx, records, p.RunID, p.Result)
 		}
 		if err != nil {
 			a.pendingMu.Lock()

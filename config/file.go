@@ -35,6 +35,23 @@ func (f *File) Master() LogLevel {
 	return 0
 }
 
+// Sessions returns the most sessions the agent opens on each server (host and port), for all its
+// databases there; 0 when the file has no sessions line, which leaves it to the agent (half the
+// connections the server accepts from ordinary roles).
+func (f *File) Sessions() int {
+	if i := f.find(kindSessions); i >= 0 {
+		return f.lines[i].sessions
+	}
+	return 0
+}
+
+// MinSessions and MaxSessions bound the sessions setting: an agent needs at least its leader
+// session, its two history sessions and one for runs on a server.
+const (
+	MinSessions = 4
+	MaxSessions = 100000
+)
+
 // Databases returns the database rows in file order.
 func (f *File) Databases() []Database {
 	var dbs []Database

@@ -17,6 +17,7 @@ const (
 	kindNone     lineKind = iota // a blank line or a comment
 	kindSystem                   // system=VERSION
 	kindMaster                   // master=LOGLEVEL
+	kindSessions                 // sessions=N
 	kindDatabase                 // ID=host|port|database|loglevel|user|notification[|recipient]
 )
 
@@ -27,6 +28,7 @@ type line struct {
 	kind       lineKind
 	system     string   // for kindSystem
 	master     LogLevel // for kindMaster
+	sessions   int      // for kindSessions
 	db         Database // for kindDatabase
 }
 
@@ -50,14 +52,15 @@ func Load(path string) (*File, error) {
 //
 //	system=VERSION     the installed version: numbers separated by dots, e.g. 0.00
 //	master=LOGLEVEL    the master agent's log level, 0..5
+//	sessions=N         the most sessions the agent opens on each server, MinSessions..MaxSessions
 //	ID=host|port|database|loglevel|user|notification[|recipient]
 //
 // ID is the database's number, 1..MaxID without leading zeros; host, port and user may be the word
 // default; a row without a recipient has None. '#' starts a comment that runs to the end of the line.
 // Blank lines are ignored, and so are blanks before and after a setting, but a blank next to '=' or '|'
 // or inside a value is an error. No two rows may have the same id, nor the same resolved host, port and
-// database name (default is the same as localhost and 5432). system and master may each appear once; a
-// file without them has System "" and Master 0.
+// database name (default is the same as localhost and 5432). system, master and sessions may each appear
+// once; a file without them has System "", Master 0 and Sessions 0.
 //
 // A file may have at most MaxFileSize bytes and a line at most MaxLineLength bytes; a longer file is
 // refused at the line where it passes the limit, before any line is looked at.
@@ -77,7 +80,7 @@ func Parse(path string, data []byte) (*File, error) {
 		f.noEOL = true
 	}
 	f.lines = make([]line, 0, len(lines))
-	var systemLine, masterLine int
+	var systemLine, masterLine, sessionsLine int
 	ids := make(map[int]int) // id -> line number
 	type row struct {
 		db   Database
@@ -104,6 +107,11 @@ func Parse(path string, data []byte) (*File, error) {
 				return nil, &ParseError{Path: path, Line: n, Err: fmt.Errorf("duplicate master setting (first on line %d)", masterLine)}
 			}
 			masterLine = n
+		case kindSessions:
+			if sessionsLine != 0 {
+				return nil, &ParseError{Path: path, Line: n, Err: fmt.Errorf("duplicate sessions setting (first on line %d)", sessionsLine)}
+			}
+			sessionsLine = n
 		case kindDatabase:
 			if first, ok := ids[l.db.ID]; ok {
 				return nil, &ParseError{Path: path, Line: n, Err: fmt.Errorf("duplicate id %d (first on line %d)", l.db.ID, first)}
@@ -167,6 +175,12 @@ func parseLine(text string) (line, error) {
 			return l, err
 		}
 		l.kind, l.master = kindMaster, level
+	case name == "sessions":
+		n, err := parseNumber("sessions", value, MinSessions, MaxSessions)
+		if err != nil {
+			return l, err
+		}
+		l.kind, l.sessions = kindSessions, n
 	case name != "" && strings.Trim(name, digits) == "":
 		db, err := parseRow(name, value)
 		if err != nil {
@@ -174,7 +188,7 @@ func parseLine(text string) (line, error) {
 		}
 		l.kind, l.db = kindDatabase, db
 	default:
-		return l, fmt.Errorf("unknown setting %s (expected system, master or a numeric database id)", quote(name))
+		return l, fmt.Errorf("unknown setting %s (expected system, master, sessions or a numeric database id)", quote(name))
 	}
 	return l, nil
 }

@@ -42,6 +42,9 @@ func TestParseValid(t *testing.T) {
 	if got := f.System(); got != "0.00" {
 		t.Errorf("System() = %q, want 0.00", got)
 	}
+	if got := f.Sessions(); got != 40 {
+		t.Errorf("Sessions = %d, want 40", got)
+	}
 	if got := f.Master(); got != 0 {
 		t.Errorf("Master() = %d, want 0", got)
 	}

@@ -144,6 +144,60 @@ func RunFinish(ctx context.Context, q Execer, runID int64, r RunResult) (bool, e
 	return n == 1, nil
 }
 
+// RunEnd is how a run ended, to record: the whole run when it has no row yet (RunID 0), else the
+// end of its "running" row.
+type RunEnd struct {
+	Run    Run
+	RunID  int64
+	Result RunResult
+}
+
+// RunRecordEnds records the ends of runs in one transaction and one round trip, and reports for
+// each whether it was recorded: false for a running row another agent had marked abandoned
+// meanwhile. On an error nothing is recorded.
+func RunRecordEnds(ctx context.Context, db Beginner, ends []RunEnd) ([]bool, error) {
+	tx, err := db.Begin(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("record %d run ends: %w", len(ends), err)
+	}
+	defer tx.Rollback(ctx)
+	batch := &pgx.Batch{}
+	for _, e := range ends {
+		r, res := e.Run, e.Result
+		if e.RunID == 0 {
+			batch.Queue(query("run_insert"), r.JobID, r.JobName, r.Owner, r.Scheduled, r.Agent, r.Session, r.SessionStart, r.Started,
+				res.Finished, res.Status, nullIfEmpty(res.SQLState), nullIfEmpty(res.Message), r.OwnerID,
+				nullIfEmpty(res.Detail), nullIfEmpty(res.Hint), nullIfEmpty(res.Context))
+		} else {
+			batch.Queue(query("run_finish"), e.RunID, res.Finished, res.Status, nullIfEmpty(res.SQLState), nullIfEmpty(res.Message),
+				nullIfEmpty(res.Detail), nullIfEmpty(res.Hint), nullIfEmpty(res.Context))
+		}
+	}
+	results := tx.SendBatch(ctx, batch)
+	recorded := make([]bool, len(ends))
+	for i, e := range ends {
+		if e.RunID == 0 {
+			_, err = results.Exec()
+			recorded[i] = err == nil
+		} else {
+			var n int
+			err = results.QueryRow().Scan(&n)
+			recorded[i] = n == 1
+		}
+		if err != nil {
+			results.Close()
+			return nil, fmt.Errorf("record the run of job %s: %w", e.Run.JobName, err)
+		}
+	}
+	if err := results.Close(); err != nil {
+		return nil, fmt.Errorf("record %d run ends: %w", len(ends), err)
+	}
+	if err := tx.Commit(ctx); err != nil {
+		return nil, fmt.Errorf("record %d run ends: %w", len(ends), err)
+	}
+	return recorded, nil
+}
+
 // RunRecord records a fire that did not run: status skipped or missed.
 func RunRecord(ctx context.Context, q Execer, jobID int, jobName, owner string, ownerID uint32, scheduled time.Time, status, message, agent string) error {
 	if _, err := q.Exec(ctx, query("run_record"), jobID, jobName, owner, scheduled, status, message, agent, ownerID); err != nil {

@@ -30,6 +30,8 @@ type Budget struct {
 	fixed      int               // sessions reserved outside the lending
 	open       int               // lent or idle sessions, and those being opened
 	byOwner    map[string]int    // open of each owner
+	lentBy     map[string]int    // lent of each owner, in all pools
+	pools      int               // pools open: warming takes no more than a share each
 	idle       []*Session        // open and unused, oldest first
 	lines      map[key][]*waiter // runs waiting, by owner and database
 	turns      []key             // the lines in the order they take turns
@@ -63,7 +65,7 @@ type grant struct {
 // NewBudget returns a budget of size sessions; 0 means a share of the server's connections, set by
 // Learn once a database agent has connected.
 func NewBudget(size int) *Budget {
-	return &Budget{size: size, configured: size > 0, byOwner: map[string]int{}, lines: map[key][]*waiter{}}
+	return &Budget{size: size, configured: size > 0, byOwner: map[string]int{}, lentBy: map[string]int{}, lines: map[key][]*waiter{}}
 }
 
 // DefaultShare is the share of the connections a server accepts from ordinary roles that the agent
@@ -77,6 +79,18 @@ func (b *Budget) Learn(available int) {
 	defer b.unlock()
 	if !b.configured {
 		b.size = DefaultShare(available)
+		b.dispatch()
+	}
+}
+
+// Configure sets the budget to size sessions; 0 leaves it to Learn, from the next connect on.
+func (b *Budget) Configure(size int) {
+	b.mu.Lock()
+	defer b.unlock()
+	b.configured = size > 0
+	if size > 0 {
+		b.size = size
+		b.closeIdleOver()
 		b.dispatch()
 	}
 }
@@ -169,6 +183,7 @@ func (b *Budget) room(k key) (evict *Session, ok bool) {
 func (b *Budget) lend(k key) {
 	k.pool.lent++
 	k.pool.lentBy[k.owner]++
+	b.lentBy[k.owner]++
 }
 
 // permit counts a session line k opens, closing evict first. b.mu is held.
@@ -217,36 +232,72 @@ func (b *Budget) dropIdle(s *Session) {
 	}
 }
 
-// dispatch serves the lines in turn, one session at a time, while any line can be served. b.mu is
-// held.
+// dispatch serves the lines while any can be served, one session at a time, each to the neediest
+// line: the one whose owner holds the fewest sessions of the server, then whose line holds the
+// fewest, then one that has an idle session of its own (nothing to open), then the next in turn.
+// A line that keeps its sessions busy keeps them, rather than closing one for every run of
+// another line: sessions move only towards lines that hold fewer. b.mu is held.
 func (b *Budget) dispatch() {
-	for unserved := 0; len(b.turns) > 0 && unserved < len(b.turns); {
-		if b.turn >= len(b.turns) {
-			b.turn = 0
+	for len(b.turns) > 0 {
+		best, bestIdle := -1, false
+		for i := range len(b.turns) {
+			j := (b.turn + i) % len(b.turns)
+			k := b.turns[j]
+			idle := b.hasIdle(k)
+			if !idle {
+				if _, ok := b.room(k); !ok {
+					continue
+				}
+			}
+			if best < 0 || b.needier(k, idle, b.turns[best], bestIdle) {
+				best, bestIdle = j, idle
+			}
 		}
-		k := b.turns[b.turn]
+		if best < 0 {
+			return
+		}
+		k := b.turns[best]
 		var g grant
 		if g.s = b.takeIdle(k); g.s == nil {
-			if evict, ok := b.room(k); ok {
-				b.permit(k, evict)
-				g.open = true
-			}
+			evict, _ := b.room(k)
+			b.permit(k, evict)
+			g.open = true
 		}
-		if g.s != nil || g.open {
-			w := b.pop(k)
-			if b.granted(k, g, w.hooks, w.ctx) {
-				w.grant <- g
-			}
-		} else {
-			b.turn++
-			unserved++
-			continue
+		w := b.pop(k)
+		if b.granted(k, g, w.hooks, w.ctx) {
+			w.grant <- g
 		}
-		unserved = 0
+		b.turn = best // the line after k: k's place, if k left turns
 		if _, waiting := b.lines[k]; waiting {
-			b.turn++ // the next line's turn; a line that emptied left turns, and the next is at b.turn
+			b.turn = best + 1
 		}
 	}
+}
+
+// needier reports whether line k is served before line o (the next in turn of the two); idle and
+// oIdle say whether each has an idle session of its own. b.mu is held.
+func (b *Budget) needier(k key, idle bool, o key, oIdle bool) bool {
+	if x, y := b.lentBy[k.owner], b.lentBy[o.owner]; x != y {
+		return x < y
+	}
+	if x, y := k.pool.lentBy[k.owner], o.pool.lentBy[o.owner]; x != y {
+		return x < y
+	}
+	return idle && !oIdle
+}
+
+// hasIdle reports whether line k has an idle session of its own it may take. b.mu is held.
+func (b *Budget) hasIdle(k key) bool {
+	p := k.pool
+	if p.lent >= p.max || p.lentBy[k.owner] >= share(p.max) {
+		return false
+	}
+	for _, s := range b.idle {
+		if s.key == k {
+			return true
+		}
+	}
+	return false
 }
 
 // pop takes the first waiter of line k off its line. b.mu is held.

@@ -41,6 +41,9 @@ type Session struct {
 
 // NewPool returns a pool lending at most max sessions at once from b, opened with open within ctx.
 func (b *Budget) NewPool(ctx context.Context, max int, open Opener) *Pool {
+	b.mu.Lock()
+	b.pools++
+	b.mu.Unlock()
 	return &Pool{budget: b, ctx: ctx, open: open, max: max, lentBy: map[string]int{}}
 }
 
@@ -235,6 +238,9 @@ func (b *Budget) unlend(k key) {
 	if k.pool.lentBy[k.owner]--; k.pool.lentBy[k.owner] == 0 {
 		delete(k.pool.lentBy, k.owner)
 	}
+	if b.lentBy[k.owner]--; b.lentBy[k.owner] == 0 {
+		delete(b.lentBy, k.owner)
+	}
 }
 
 // Release gives the session back after a run: it is reset (DISCARD ALL), so that no run sees
@@ -307,13 +313,15 @@ func (b *Budget) idleTimeout() time.Duration {
 }
 
 // Warm opens sessions of owner ahead of a fire until n are idle, as far as the budget has room
-// without closing other sessions and no run waits. It returns when they are open.
+// without closing other sessions, no run waits, and the pool stays within an even share of the
+// budget among the pools. It returns when they are open.
 func (p *Pool) Warm(ctx context.Context, owner string, n int) {
 	b := p.budget
 	k := key{p, owner}
 	b.mu.Lock()
 	permits := 0
 	if len(b.turns) == 0 && !p.closed {
+		n = min(n, max(1, b.lendable()/max(1, b.pools))-p.lent)
 		for _, s := range b.idle {
 			if s.key == k {
 				n--
@@ -366,6 +374,9 @@ func (p *Pool) Close() {
 	b := p.budget
 	b.mu.Lock()
 	defer b.unlock()
+	if !p.closed {
+		b.pools--
+	}
 	p.closed = true
 	p.closeIdle()
 	for k := range b.lines {

@@ -3,6 +3,7 @@ package sessions_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"os"
 	"strings"
 	"testing"
@@ -108,9 +109,21 @@ func TestSessionIsReusedByItsOwnerAndReset(t *testing.T) {
 	}
 }
 
+// got returns the session q receives, failing the test if none comes within 10 s.
+func got(t *testing.T, q <-chan *sessions.Session, what string) *sessions.Session {
+	t.Helper()
+	select {
+	case s := <-q:
+		return s
+	case <-time.After(10 * time.Second):
+		t.Fatalf("%s: no session", what)
+		return nil
+	}
+}
+
 // An owner with a backlog never holds the last session of the budget: another owner's first run
-// gets one at once, and then the freed sessions go to the owners' lines in turn.
-func TestOwnersTakeTurns(t *testing.T) {
+// gets one at once; then each freed session goes to the owner holding fewer.
+func TestOwnersShareFairly(t *testing.T) {
 	t.Parallel()
 	db := cluster.NewDatabase(t)
 	alice, bob := cluster.NewRole(t, "alice", db), cluster.NewRole(t, "bob", db)
@@ -122,7 +135,7 @@ func TestOwnersTakeTurns(t *testing.T) {
 
 	var held []*sessions.Session
 	for range 3 {
-		held = append(held, <-acquire(t, ctx, p, alice))
+		held = append(held, got(t, acquire(t, ctx, p, alice), "alice's first three runs"))
 	}
 	queued := make([]<-chan *sessions.Session, 5)
 	for i := range queued {
@@ -133,40 +146,73 @@ func TestOwnersTakeTurns(t *testing.T) {
 		t.Fatalf("alice got a fourth session %d of a budget of 4", s.PID)
 	default:
 	}
-	bobFirst := acquire(t, ctx, p, bob)
-	var s *sessions.Session
+	bob1 := got(t, acquire(t, ctx, p, bob), "bob's first run, while alice holds 3 of 4 sessions")
+	if who := whoami(t, bob1); who != bob {
+		t.Fatalf("bob's session is of %s", who)
+	}
+	bobSecond := acquire(t, ctx, p, bob) // waits, behind alice's line
+	held[0].Release()                    // alice holds 2, bob 1: bob's line is served
+	bob2 := got(t, bobSecond, "bob's second run after alice released one of her three")
+	if who := whoami(t, bob2); who != bob {
+		t.Fatalf("bob's second run got a session of %s", who)
+	}
 	select {
-	case s = <-bobFirst:
-	case <-time.After(10 * time.Second):
-		t.Fatal("bob's first run waits while alice holds 3 of 4 sessions")
+	case s := <-queued[0]:
+		t.Fatalf("alice's queued run got session %d while bob held fewer", s.PID)
+	default:
 	}
-	if got := whoami(t, s); got != bob {
-		t.Fatalf("bob's session is of %s", got)
+	held[1].Release() // alice holds 1, bob 2: alice's line is served, with the session she left
+	first := got(t, queued[0], "alice's queued run")
+	if who := whoami(t, first); who != alice {
+		t.Fatalf("alice's queued run got a session of %s", who)
 	}
-	bobSecond := acquire(t, ctx, p, bob) // waits behind alice's line, in turn
-	held[0].Release()
-	first := <-queued[0]
-	if got := whoami(t, first); got != alice {
-		t.Fatalf("alice's queued run got a session of %s", got)
+	for _, x := range []*sessions.Session{bob1, bob2, first, held[2]} {
+		x.Release()
 	}
-	held[1].Release()
-	select {
-	case s2 := <-bobSecond:
-		if got := whoami(t, s2); got != bob {
-			t.Fatalf("bob's second run got a session of %s", got)
-		}
-		s2.Release()
-	case <-queued[1]:
-		t.Fatal("the second freed session went to alice again while bob waited")
+	for i, q := range queued[1:] {
+		got(t, q, fmt.Sprintf("alice's queued run %d", i+2)).Release()
 	}
-	s.Release()
-	first.Release()
-	held[2].Release()
-	for _, q := range queued[1:] {
-		(<-q).Release()
+}
+
+// Sessions stay with the line that uses them: two databases of one owner, each with a backlog,
+// share the budget evenly, and a run's session is reused by the next run of its line rather than
+// closed for the other line's.
+func TestBusyLinesKeepTheirSessions(t *testing.T) {
+	t.Parallel()
+	db1, db2 := cluster.NewDatabase(t), cluster.NewDatabase(t)
+	alice := cluster.NewRole(t, "alice", db1)
+	b := sessions.NewBudget(5) // alice may hold 4
+	p1 := b.NewPool(context.Background(), 32, opener(cluster, db1))
+	p2 := b.NewPool(context.Background(), 32, opener(cluster, db2))
+	defer p1.Close()
+	defer p2.Close()
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	var s1 []*sessions.Session
+	for range 3 {
+		s1 = append(s1, got(t, acquire(t, ctx, p1, alice), "db1"))
 	}
-	if size, fixed := b.Size(); size != 4 || fixed != 0 {
-		t.Errorf("budget = %d (%d fixed), want 4 (0)", size, fixed)
+	s2 := []*sessions.Session{got(t, acquire(t, ctx, p2, alice), "db2")}
+	var q1, q2 []<-chan *sessions.Session
+	for range 3 {
+		q1 = append(q1, acquire(t, ctx, p1, alice))
+		q2 = append(q2, acquire(t, ctx, p2, alice))
+	}
+	// db1 holds 3, db2 1: db1's release goes to db2's line, which holds fewer.
+	s1[0].Release()
+	s2 = append(s2, got(t, q2[0], "db2's line, holding fewer"))
+	// Both hold 2: a release goes back to its own line, on the same session.
+	pid := s1[1].PID
+	s1[1].Release()
+	next := got(t, q1[0], "db1's line after its own release")
+	if next.PID != pid {
+		t.Errorf("db1's next run got session %d, want the one its line just released (%d)", next.PID, pid)
+	}
+	for _, x := range append(s2, next, s1[2]) {
+		x.Release()
+	}
+	for _, q := range append(q1[1:], q2[1:]...) {
+		got(t, q, "the rest").Release()
 	}
 }
 

@@ -13,6 +13,7 @@ import (
 	"math"
 	"os"
 	"runtime"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -32,8 +33,10 @@ func main() {
 	idle := flag.Duration("idle", time.Minute, "how long the idle measurements watch the agent")
 	scaleDBs := flag.Int("scale-dbs", 30, "databases of the memory and connections measurement (2 sessions each; the server allows 100, and sessions of the earlier measurements may still be closing)")
 	minutes := flag.Int("minutes", 3, "how many consecutive minutes each start-offset measurement fires")
+	only := flag.String("only", "", "run only one part: offsets, fairness, idle or scale")
+	scenarios := flag.String("scenarios", "50/1,500/1,1000/10", "the start-offset measurements to run, as JOBS/DATABASES")
 	flag.Parse()
-	if err := run(*idle, *scaleDBs, *minutes); err != nil {
+	if err := run(*idle, *scaleDBs, *minutes, *only, *scenarios); err != nil {
 		fmt.Fprintln(os.Stderr, "agentbench:", err)
 		os.Exit(1)
 	}
@@ -45,7 +48,7 @@ type scenario struct {
 	goal      float64 // p99 in ms
 }
 
-func run(idle time.Duration, scaleDBs, minutes int) error {
+func run(idle time.Duration, scaleDBs, minutes int, only, scenarios string) error {
 	ctx := context.Background()
 	// A real server's settings: what a user runs the agent against.
 	cluster, err := pgtest.StartWith(ctx, pgtest.Settings{Durable: true, MaxConnections: 100})
@@ -53,27 +56,22 @@ func run(idle time.Duration, scaleDBs, minutes int) error {
 		return err
 	}
 	defer cluster.Close()
-	fmt.Println("cluster: fsync, synchronous_commit and full_page_writes on, max_connections 100")
-	fmt.Printf("\nstart offset of runs after their minute, from each job's own clock_timestamp(), over %d minutes:\n", minutes)
-	fmt.Printf("  %-5s %-4s %8s %8s %8s %13s  %s\n", "jobs", "dbs", "p50 ms", "p99 ms", "max ms", "ran", "goal")
-	for i, sc := range []scenario{{50, 1, 20}, {500, 1, 100}, {1000, 10, 250}} {
-		dbs, err := createDatabases(ctx, cluster, fmt.Sprintf("s%d", i), sc.dbs, 0, "")
-		if err != nil {
+	fmt.Println("cluster: fsync, synchronous_commit and full_page_writes on, max_connections 100; the agent's default session budget")
+	if only == "" || only == "offsets" {
+		if err := offsetScenarios(ctx, cluster, minutes, scenarios); err != nil {
 			return err
 		}
-		offsets, expected, err := startOffsets(ctx, cluster, dbs, sc.jobs, minutes)
-		if err != nil {
+	}
+	if only == "" || only == "fairness" {
+		if err := fairness(ctx, cluster, minutes); err != nil {
 			return err
 		}
-		p99 := percentile(offsets, 99)
-		verdict := fmt.Sprintf("ok: p99 <= %.0f ms, none lost", sc.goal)
-		if len(offsets) < expected || p99 > sc.goal {
-			verdict = fmt.Sprintf("MISSED: p99 <= %.0f ms, none lost", sc.goal)
+	}
+	if only != "" && only != "idle" {
+		if only == "scale" {
+			return scale(ctx, cluster, scaleDBs)
 		}
-		fmt.Printf("  %-5d %-4d %8.1f %8.1f %8.1f %6d of %-4d  %s\n", sc.jobs, sc.dbs, percentile(offsets, 50), p99, percentile(offsets, 100), len(offsets), expected, verdict)
-		if err := dropDatabases(ctx, cluster, dbs); err != nil {
-			return err
-		}
+		return nil
 	}
 
 	dbs, err := createDatabases(ctx, cluster, "idle", 1, 0, "")
@@ -97,7 +95,40 @@ func run(idle time.Duration, scaleDBs, minutes int) error {
 	if err := dropDatabases(ctx, cluster, dbs); err != nil {
 		return err
 	}
+	if only == "idle" {
+		return nil
+	}
 	return scale(ctx, cluster, scaleDBs)
+}
+
+// offsetScenarios measures how late runs start after their minute, and checks that every fire has
+// exactly one record.
+func offsetScenarios(ctx context.Context, cluster *pgtest.Cluster, minutes int, chosen string) error {
+	fmt.Printf("\nstart offset of runs after their minute, from each job's own clock_timestamp(), over %d minutes:\n", minutes)
+	fmt.Printf("  %-5s %-4s %8s %8s %8s %13s %-22s  %s\n", "jobs", "dbs", "p50 ms", "p99 ms", "max ms", "ran", "fires not 1 record", "goal")
+	for i, sc := range []scenario{{50, 1, 20}, {500, 1, 100}, {1000, 10, 250}} {
+		if !slices.Contains(strings.Split(chosen, ","), fmt.Sprintf("%d/%d", sc.jobs, sc.dbs)) {
+			continue
+		}
+		dbs, err := createDatabases(ctx, cluster, fmt.Sprintf("s%d", i), sc.dbs, 0, "")
+		if err != nil {
+			return err
+		}
+		r, err := startOffsets(ctx, cluster, dbs, sc.jobs, minutes)
+		if err != nil {
+			return err
+		}
+		p99 := percentile(r.offsets, 99)
+		verdict := fmt.Sprintf("ok: p99 <= %.0f ms, none lost", sc.goal)
+		if len(r.offsets) < r.expected || p99 > sc.goal || r.badRecords > 0 {
+			verdict = fmt.Sprintf("MISSED: p99 <= %.0f ms, none lost", sc.goal)
+		}
+		fmt.Printf("  %-5d %-4d %8.1f %8.1f %8.1f %6d of %-4d %-22d  %s\n", sc.jobs, sc.dbs, percentile(r.offsets, 50), p99, percentile(r.offsets, 100), len(r.offsets), r.expected, r.badRecords, verdict)
+		if err := dropDatabases(ctx, cluster, dbs); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // dropDatabases drops the databases of a measurement, so that the next has the server to itself.
@@ -163,28 +194,47 @@ type shiftedClock struct{ offset time.Duration }
 func (c shiftedClock) Now() time.Time                       { return time.Now().Add(c.offset) }
 func (c shiftedClock) NewTimer(d time.Duration) agent.Timer { return agent.RealClock{}.NewTimer(d) }
 
+// offsetResult is what startOffsets measures.
+type offsetResult struct {
+	offsets    []float64 // how late each run started, in ms; a run that never happened is missing
+	expected   int       // the runs due
+	badRecords int       // fires with no record or more than one in the run history
+	byJob      map[string][]float64
+}
+
 // startOffsets runs `jobs` jobs spread over the databases, all due at the same minute, for
-// `minutes` consecutive minutes, and returns how late each run started, in milliseconds, and how
-// many runs were due. A run that never happened is missing from the offsets.
-func startOffsets(ctx context.Context, cluster *pgtest.Cluster, dbs []string, jobs, minutes int) ([]float64, int, error) {
+// `minutes` consecutive minutes, and measures how late each run started.
+func startOffsets(ctx context.Context, cluster *pgtest.Cluster, dbs []string, jobs, minutes int) (offsetResult, error) {
+	return startOffsetsAs(ctx, cluster, dbs, jobs, minutes, nil)
+}
+
+// startOffsetsAs is startOffsets with the jobs made by prepare, on each database's session as a
+// superuser, given the schedule texts of the minutes; each role it sets makes its own jobs and
+// schedules.
+func startOffsetsAs(ctx context.Context, cluster *pgtest.Cluster, dbs []string, jobs, minutes int, prepare func(ctx context.Context, conn *pgx.Conn, schedules []string) error) (offsetResult, error) {
+	var r offsetResult
 	first := time.Now().Truncate(time.Minute).Add(30 * time.Minute).UTC()
+	var schedules []string
+	for m := range minutes {
+		schedules = append(schedules, fmt.Sprintf("D %02d", first.Add(time.Duration(m)*time.Minute).Minute()))
+	}
 	for i, db := range dbs {
 		conn, err := pgx.Connect(ctx, cluster.DSN(db))
 		if err != nil {
-			return nil, 0, err
+			return r, err
 		}
-		_, err = conn.Exec(ctx, `SELECT pgjobs.pgj_create_job('j' || i, format('bench_hit(%L)', 'j' || i), null, null)
-			FROM generate_series(1, $1) i WHERE (i - 1) % $2 = $3`, jobs, len(dbs), i)
-		for m := 0; m < minutes && err == nil; m++ {
-			name := fmt.Sprintf("m%d", m)
-			_, err = conn.Exec(ctx, "SELECT pgjobs.pgj_create_schedule($1, $2)", name, fmt.Sprintf("D %02d", first.Add(time.Duration(m)*time.Minute).Minute()))
+		if prepare != nil {
+			err = prepare(ctx, conn, schedules)
+		} else {
+			_, err = conn.Exec(ctx, `SELECT pgjobs.pgj_create_job('j' || i, format('bench_hit(%L)', 'j' || i), null, null)
+				FROM generate_series(1, $1) i WHERE (i - 1) % $2 = $3`, jobs, len(dbs), i)
 			if err == nil {
-				_, err = conn.Exec(ctx, "SELECT pgjobs.pgj_add_job_schedule(jobname, $1) FROM pgjobs.pgj_job_", name)
+				err = addSchedules(ctx, conn, "m", schedules)
 			}
 		}
 		conn.Close(ctx)
 		if err != nil {
-			return nil, 0, err
+			return r, err
 		}
 	}
 	// The first minute comes 4 s after the agent starts, however long creating the jobs took.
@@ -201,26 +251,106 @@ func startOffsets(ctx context.Context, cluster *pgtest.Cluster, dbs []string, jo
 	time.Sleep(time.Until(realFirst.Add(time.Duration(minutes-1)*time.Minute + 20*time.Second)))
 	// Stopped first: an agent over the server's connection limit leaves no session for the bench.
 	m.Stop(10 * time.Second)
-	var offsets []float64
+	r.byJob = map[string][]float64{}
 	for _, db := range dbs {
 		conn, err := pgx.Connect(ctx, cluster.DSN(db))
 		if err != nil {
-			return nil, 0, err
+			return r, err
 		}
-		rows, _ := conn.Query(ctx, "SELECT extract(epoch FROM at)::float8 FROM bench_hits")
-		times, err := pgx.CollectRows(rows, pgx.RowTo[float64])
+		rows, _ := conn.Query(ctx, "SELECT job, extract(epoch FROM at)::float8 FROM bench_hits")
+		hits, err := pgx.CollectRows(rows, pgx.RowToStructByPos[struct {
+			Job string
+			At  float64
+		}])
+		if err == nil {
+			// Every fire of the measured minutes: exactly one record (ok, error, missed or skipped).
+			err = conn.QueryRow(ctx, `SELECT count(*) FROM pgjobs.pgj_job_ j
+				CROSS JOIN generate_series($1::timestamptz, $2::timestamptz, interval '1 minute') m
+				WHERE (SELECT count(*) FROM pgjobs.pgj_run_ r WHERE r.runjobid = j.jobid AND r.runscheduled = m) <> 1`,
+				first, first.Add(time.Duration(minutes-1)*time.Minute)).Scan(&r.badRecords)
+		}
 		conn.Close(ctx)
 		if err != nil {
-			return nil, 0, err
+			return r, err
 		}
-		for _, t := range times {
+		for _, h := range hits {
 			// Each run's offset after the minute it belongs to.
-			sinceFirst := t - float64(realFirst.UnixMicro())/1e6
+			sinceFirst := h.At - float64(realFirst.UnixMicro())/1e6
 			minute := math.Floor((sinceFirst + 5) / 60) // a run up to 5 s early would be a clock step
-			offsets = append(offsets, (sinceFirst-minute*60)*1000)
+			offset := (sinceFirst - minute*60) * 1000
+			r.offsets = append(r.offsets, offset)
+			r.byJob[h.Job] = append(r.byJob[h.Job], offset)
 		}
 	}
-	return offsets, jobs * minutes, nil
+	r.expected = jobs * minutes
+	return r, nil
+}
+
+// addSchedules makes the schedules, named prefix0, prefix1, ..., and adds them to every job of the
+// session's role.
+func addSchedules(ctx context.Context, conn *pgx.Conn, prefix string, schedules []string) error {
+	for m, text := range schedules {
+		name := fmt.Sprintf("%s%d", prefix, m)
+		if _, err := conn.Exec(ctx, "SELECT pgjobs.pgj_create_schedule($1, $2)", name, text); err != nil {
+			return err
+		}
+		for offset := 0; ; offset += 500 { // a transaction's locks are bounded
+			tag, err := conn.Exec(ctx, `SELECT pgjobs.pgj_add_job_schedule(name, $1)
+				FROM (SELECT name FROM pgjobs.pgj_jobs WHERE owner = current_user ORDER BY name OFFSET $2 LIMIT 500) j`, name, offset)
+			if err != nil {
+				return err
+			}
+			if tag.RowsAffected() < 500 {
+				break
+			}
+		}
+	}
+	return nil
+}
+
+// fairness measures how late one job of bob starts when alice has 5,000 jobs due at the same
+// minute in the same database.
+func fairness(ctx context.Context, cluster *pgtest.Cluster, minutes int) error {
+	dbs, err := createDatabases(ctx, cluster, "fair", 1, 0, "")
+	if err != nil {
+		return err
+	}
+	defer dropDatabases(ctx, cluster, dbs)
+	const aliceJobs = 5000
+	r, err := startOffsetsAs(ctx, cluster, dbs, aliceJobs+1, minutes, func(ctx context.Context, conn *pgx.Conn, schedules []string) error {
+		_, err := conn.Exec(ctx, `DROP ROLE IF EXISTS bench_alice; DROP ROLE IF EXISTS bench_bob;
+			CREATE ROLE bench_alice LOGIN; CREATE ROLE bench_bob LOGIN;
+			GRANT USAGE ON SCHEMA pgjobs TO bench_alice, bench_bob;
+			GRANT INSERT ON bench_hits TO bench_alice, bench_bob;
+			SET ROLE bench_alice`)
+		for from := 1; from <= aliceJobs && err == nil; from += 500 { // a transaction's locks are bounded
+			_, err = conn.Exec(ctx, `SELECT pgjobs.pgj_create_job('alice' || i, format('public.bench_hit(%L)', 'alice' || i), null, null)
+				FROM generate_series($1::int, $2::int) i`, from, min(from+499, aliceJobs))
+		}
+		if err == nil {
+			err = addSchedules(ctx, conn, "alice", schedules)
+		}
+		if err == nil {
+			_, err = conn.Exec(ctx, `SET ROLE bench_bob; SELECT pgjobs.pgj_create_job('bob', 'public.bench_hit(''bob'')', null, null)`)
+		}
+		if err == nil {
+			err = addSchedules(ctx, conn, "bob", schedules)
+		}
+		return err
+	})
+	if err != nil {
+		return err
+	}
+	bob := r.byJob["bob"]
+	worst := percentile(bob, 100)
+	verdict := "ok: <= 100 ms each minute"
+	if len(bob) < minutes || worst > 100 {
+		verdict = "MISSED: <= 100 ms each minute"
+	}
+	fmt.Printf("\nfairness: bob's one job while alice has %d due at the same minute, one database, over %d minutes:\n", aliceJobs, minutes)
+	fmt.Printf("  bob ran %d of %d, latest start %.1f ms after the minute  %s\n", len(bob), minutes, worst, verdict)
+	fmt.Printf("  alice ran %d of %d, p50 %.0f ms, p99 %.0f ms; fires not recorded exactly once: %d\n", len(r.offsets)-len(bob), aliceJobs*minutes, percentile(r.offsets, 50), percentile(r.offsets, 99), r.badRecords)
+	return nil
 }
 
 // idleStatements counts the statements the agent's sessions send while nothing is due, from the

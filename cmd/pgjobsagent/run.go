@@ -166,7 +166,8 @@ func serve(c *cli.Context, path string, stderr io.Writer, ready chan<- *agent.Ma
 	}
 	host, _ := os.Hostname()
 	master := agent.NewMaster(agent.Options{
-		Name: fmt.Sprintf("%s pid %d", host, os.Getpid()),
+		Name:     fmt.Sprintf("%s pid %d", host, os.Getpid()),
+		Sessions: f.Sessions(),
 		Logger: func(id, level int) *slog.Logger {
 			l, err := logs.logger(strconv.Itoa(id), level)
 			if err != nil {
@@ -177,7 +178,7 @@ func serve(c *cli.Context, path string, stderr io.Writer, ready chan<- *agent.Ma
 		},
 	}, masterLog)
 	masterLog.Log(c.Context, agentlog.LevelEssential, "pgjobsagent starting", "status", "starting",
-		"version", version, "commit", commit, "config", path, "log_dir", logs.dir, "master_loglevel", int(f.Master()), "databases", len(f.Databases()))
+		"version", version, "commit", commit, "config", path, "log_dir", logs.dir, "master_loglevel", int(f.Master()), "sessions", sessionsSetting(f), "databases", len(f.Databases()))
 	for _, d := range f.Databases() {
 		masterLog.Log(c.Context, agentlog.LevelEssential, "database in the configuration", "status", "starting",
 			"id", d.ID, "target", d.Target(), "user", d.ResolvedUser(), "loglevel", int(d.LogLevel))
@@ -202,6 +203,7 @@ func serve(c *cli.Context, path string, stderr io.Writer, ready chan<- *agent.Ma
 		}
 		masterLog.Log(c.Context, agentlog.LevelEssential, "configuration reloaded ("+why+")", "status", "reloading", "databases", len(nf.Databases()))
 		logs.setLevel(agentlog.MasterAgent, int(nf.Master()))
+		master.SetSessions(nf.Sessions())
 		master.Apply(agentDatabases(nf))
 	}
 	for {
@@ -249,6 +251,14 @@ func serve(c *cli.Context, path string, stderr io.Writer, ready chan<- *agent.Ma
 }
 
 // servedList names the databases of the configuration for the start line.
+// sessionsSetting describes the sessions setting of f for the log.
+func sessionsSetting(f *config.File) string {
+	if n := f.Sessions(); n > 0 {
+		return strconv.Itoa(n) + " per server"
+	}
+	return "half of each server's connections for ordinary roles"
+}
+
 func servedList(f *config.File) string {
 	dbs := f.Databases()
 	if len(dbs) == 0 {

@@ -61,7 +61,8 @@ func (c *Cluster) InRecovery(ctx context.Context) (bool, error) {
 }
 
 // CatchUp waits until a replica of StartReplica has replayed all that its primary had written
-// when CatchUp was called.
+// when CatchUp was called, also what an asynchronous commit left in its WAL buffers (the insert
+// position, not the write position: the tests run with synchronous_commit off).
 func (c *Cluster) CatchUp(ctx context.Context) error {
 	if !c.Own() {
 		return ErrExternal
@@ -74,7 +75,7 @@ func (c *Cluster) CatchUp(ctx context.Context) error {
 		return fmt.Errorf("catch up: %w", err)
 	}
 	var lsn string
-	err = primary.QueryRow(ctx, "SELECT pg_catalog.pg_current_wal_lsn()::text").Scan(&lsn)
+	err = primary.QueryRow(ctx, "SELECT pg_catalog.pg_current_wal_insert_lsn()::text").Scan(&lsn)
 	primary.Close(ctx)
 	if err != nil {
 		return fmt.Errorf("catch up: %w", err)

@@ -1,0 +1,152 @@
+package agent
+
+import (
+	"log/slog"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/pgjobs/pgjobs/sqlschema"
+)
+
+// The planner's decisions, without a database: which fires are due, which were missed, what is
+// recorded, and in which order owners' fires start.
+
+var planT0 = time.Date(2026, 11, 20, 10, 0, 0, 0, time.UTC)
+
+func stored(id int, name, owner string, every ...string) sqlschema.StoredJob {
+	return sqlschema.StoredJob{ID: id, Name: name, Call: "f()", OwnerID: 10, Owner: &owner, OwnerWas: owner, Resolved: true,
+		StartSet: planT0.Add(-time.Hour), Schedules: every}
+}
+
+func newTestPlanner(anchor time.Time, lateLimit time.Duration) *planner {
+	return newPlanner(Options{Location: time.UTC}.withDefaults(), slog.New(slog.DiscardHandler), anchor, lateLimit)
+}
+
+func fireNames(fires []dueFire) string {
+	var out []string
+	for _, f := range fires {
+		out = append(out, f.job.name+"@"+f.at.Format("15:04:05"))
+	}
+	return strings.Join(out, ",")
+}
+
+func TestPlannerDue(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		name string
+		jobs []sqlschema.StoredJob
+		now  time.Time // of the load; due is asked at each of at
+		at   []time.Time
+		want []string // the fires due at each
+	}{
+		{
+			name: "a minute schedule fires at each minute, not before",
+			jobs: []sqlschema.StoredJob{stored(1, "A", "alice", "D 01"), stored(2, "B", "alice", "D 02")},
+			now:  planT0,
+			at:   []time.Time{planT0.Add(59 * time.Second), planT0.Add(time.Minute), planT0.Add(2 * time.Minute)},
+			want: []string{"", "A@10:01:00", "B@10:02:00"},
+		},
+		{
+			name: "several passed fires of one job fire once, for the latest",
+			jobs: []sqlschema.StoredJob{stored(1, "Every", "alice", "I 0:01")},
+			now:  planT0,
+			at:   []time.Time{planT0.Add(3*time.Minute + time.Second)},
+			want: []string{"Every@10:03:00"},
+		},
+		{
+			name: "an interval counts from the anchor",
+			jobs: []sqlschema.StoredJob{stored(1, "Every", "alice", "I 0:05")},
+			now:  planT0.Add(30 * time.Second),
+			at:   []time.Time{planT0.Add(5 * time.Minute), planT0.Add(5*time.Minute + 30*time.Second)},
+			want: []string{"", "Every@10:05:30"},
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			p := newTestPlanner(tt.now, 30*time.Second)
+			p.load(tt.jobs, tt.now)
+			for i, at := range tt.at {
+				if got := fireNames(p.due(at)); got != tt.want[i] {
+					t.Errorf("due(%s) = %q, want %q", at.Format("15:04:05"), got, tt.want[i])
+				}
+			}
+		})
+	}
+}
+
+// At the first load of a term, a fire that passed at most late_limit ago runs late; older ones
+// are missed, once per job, and counted.
+func TestPlannerFirstLoadOfATerm(t *testing.T) {
+	t.Parallel()
+	planned := planT0.Add(-10 * time.Minute)
+	j := stored(1, "Minutely", "alice", "I 0:01")
+	j.NextRun = &planned
+	now := planT0.Add(20 * time.Second)
+	p := newTestPlanner(planT0.Add(-time.Hour), 30*time.Second)
+	p.load([]sqlschema.StoredJob{j}, now)
+	missed := p.missed(now)
+	if len(missed) != 1 || missed[0].count != 10 || !missed[0].first.Equal(planned) || !missed[0].last.Equal(planT0.Add(-time.Minute)) {
+		t.Fatalf("missed = %+v, want 10 fires from 09:50 to 09:59", missed)
+	}
+	if got := fireNames(p.due(now)); got != "Minutely@10:00:00" {
+		t.Errorf("due at 10:00:20 = %q, want the fire of 10:00, 20 s late within late_limit", got)
+	}
+}
+
+// A job changed while the agent runs is planned from a moment ago, never at or before its latest
+// claimed fire; an unchanged job keeps its plan through a reload.
+func TestPlannerReload(t *testing.T) {
+	t.Parallel()
+	p := newTestPlanner(planT0, 30*time.Second)
+	p.load([]sqlschema.StoredJob{stored(1, "A", "alice", "D 01")}, planT0)
+	if next, ok := p.earliest(); !ok || !next.Equal(planT0.Add(time.Minute)) {
+		t.Fatalf("earliest = %s %v, want 10:01", next, ok)
+	}
+	if u := p.changedPlans(); len(u.ids) != 1 || !u.next[0].Equal(planT0.Add(time.Minute)) {
+		t.Fatalf("changed plans = %+v, want job 1 at 10:01", u)
+	}
+	if u := p.changedPlans(); len(u.ids) != 0 {
+		t.Fatalf("changed plans again = %+v, want none", u)
+	}
+	renamed := stored(1, "Renamed", "alice", "D 01")
+	p.load([]sqlschema.StoredJob{renamed}, planT0.Add(10*time.Second))
+	if u := p.changedPlans(); len(u.ids) != 0 {
+		t.Errorf("a rename changed the plan: %+v", u)
+	}
+	claimed := planT0.Add(time.Minute)
+	changed := stored(1, "Renamed", "alice", "D 01", "D 30")
+	changed.LastFire = &claimed
+	p.load([]sqlschema.StoredJob{changed}, planT0.Add(time.Minute+time.Second))
+	if next, ok := p.earliest(); !ok || !next.Equal(planT0.Add(30*time.Minute)) {
+		t.Errorf("earliest after a change past a claimed fire = %s, want 10:30", next)
+	}
+}
+
+func TestInTurns(t *testing.T) {
+	t.Parallel()
+	fire := func(name, owner string) dueFire { return dueFire{job: &job{name: name, owner: owner}, at: planT0} }
+	tests := []struct {
+		name  string
+		fires []dueFire
+		want  string
+	}{
+		{"one owner keeps its order", []dueFire{fire("a1", "alice"), fire("a2", "alice")}, "a1,a2"},
+		{"a single fire of another owner comes second", []dueFire{fire("a1", "alice"), fire("a2", "alice"), fire("a3", "alice"), fire("b1", "bob")}, "a1,b1,a2,a3"},
+		{"owners alternate", []dueFire{fire("a1", "alice"), fire("a2", "alice"), fire("b1", "bob"), fire("c1", "carol"), fire("b2", "bob")}, "a1,b1,c1,a2,b2"},
+		{"none", nil, ""},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			var got []string
+			for _, f := range inTurns(tt.fires) {
+				got = append(got, f.job.name)
+			}
+			if strings.Join(got, ",") != tt.want {
+				t.Errorf("inTurns = %s, want %s", strings.Join(got, ","), tt.want)
+			}
+		})
+	}
+}

@@ -1,0 +1,80 @@
+package agent
+
+import (
+	"context"
+	"sync"
+	"time"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/pgjobs/pgjobs/agent/agentlog"
+	"github.com/pgjobs/pgjobs/sqlschema"
+)
+
+// recorder writes the ends of runs in batches, one transaction each: at a busy minute, the
+// hundreds of runs that end together cost the database a few commits, not one each. A run waits
+// until its end is written; the ends that arrive while a batch is written go in the next.
+type recorder struct {
+	mu      sync.Mutex
+	queue   []recordRequest
+	writing bool // a caller is writing batches; the others wait for it
+}
+
+type recordRequest struct {
+	end  sqlschema.RunEnd
+	done chan error
+}
+
+// maxRecordBatch is the most run ends written in one transaction.
+const maxRecordBatch = 500
+
+// finish records how a run ended: the whole run when it has no row yet (runID 0). An end that
+// cannot be written (the database is unreachable) is kept and written when it is back.
+func (a *dbAgent) finish(records *pgxpool.Pool, run sqlschema.Run, runID int64, result sqlschema.RunResult) {
+	req := recordRequest{end: sqlschema.RunEnd{Run: run, RunID: runID, Result: result}, done: make(chan error, 1)}
+	r := &a.recorder
+	r.mu.Lock()
+	r.queue = append(r.queue, req)
+	if !r.writing {
+		r.writing = true
+		for len(r.queue) > 0 {
+			batch := r.queue[:min(len(r.queue), maxRecordBatch)]
+			r.queue = r.queue[len(batch):]
+			r.mu.Unlock()
+			a.writeEnds(records, batch)
+			r.mu.Lock()
+		}
+		r.writing = false
+	}
+	r.mu.Unlock()
+	if err := <-req.done; err != nil {
+		a.logf(agentlog.LevelError, statusFiring, "job %s: %v; recording it when the database is back", run.JobName, err)
+		a.pendingMu.Lock()
+		a.pending = append(a.pending, req.end)
+		a.pendingMu.Unlock()
+	}
+}
+
+// writeEnds writes a batch of run ends and tells each caller how it went. When the batch fails,
+// each end is written alone, so that one that cannot be recorded keeps no other from being.
+func (a *dbAgent) writeEnds(records *pgxpool.Pool, batch []recordRequest) {
+	// Recorded even when the agent is stopping: a fresh context, bounded.
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	ends := make([]sqlschema.RunEnd, len(batch))
+	for i, req := range batch {
+		ends[i] = req.end
+	}
+	recorded, err := sqlschema.RunRecordEnds(ctx, records, ends)
+	if err != nil && len(batch) > 1 {
+		for _, req := range batch {
+			a.writeEnds(records, []recordRequest{req})
+		}
+		return
+	}
+	for i, req := range batch {
+		if err == nil && !recorded[i] {
+			a.logf(agentlog.LevelError, statusFiring, "job %s ended %s, but its run had been marked abandoned meanwhile", req.end.Run.JobName, req.end.Result.Status)
+		}
+		req.done <- err
+	}
+}
