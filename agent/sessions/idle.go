@@ -1,0 +1,130 @@
+package sessions
+
+import (
+	"context"
+	"sync"
+	"time"
+)
+
+// Idle sessions: opened ahead of a fire, kept for their owner's next run, closed after a while or
+// when their database agent resets or closes its pool.
+
+// armIdleTimer makes sure idle sessions are closed once they have been idle for IdleTimeout. b.mu
+// is held.
+func (b *Budget) armIdleTimer() {
+	if b.idleTimer != nil || len(b.idle) == 0 {
+		return
+	}
+	b.idleTimer = time.AfterFunc(time.Until(b.idle[0].idleSince.Add(b.idleTimeout())), func() {
+		b.mu.Lock()
+		defer b.unlock()
+		b.idleTimer = nil
+		for len(b.idle) > 0 && time.Since(b.idle[0].idleSince) >= b.idleTimeout() {
+			s := b.idle[0]
+			b.idle = b.idle[1:]
+			b.closed(s.key.owner)
+			b.closing = append(b.closing, s.Conn)
+		}
+		b.armIdleTimer()
+	})
+}
+
+func (b *Budget) idleTimeout() time.Duration {
+	if b.IdleTimeout > 0 {
+		return b.IdleTimeout
+	}
+	return 5 * time.Minute
+}
+
+// Warm opens sessions of owner ahead of a fire until n are idle, as far as the budget has room
+// without closing other sessions, no run waits, and the pool stays within an even share of the
+// budget among the pools. It returns when they are open.
+func (p *Pool) Warm(ctx context.Context, owner string, n int) {
+	b := p.budget
+	k := key{p, owner}
+	b.mu.Lock()
+	permits := 0
+	if len(b.turns) == 0 && !p.closed {
+		n = min(n, max(1, b.lendable()/max(1, b.pools))-p.lent)
+		for _, s := range b.idle {
+			if s.key == k {
+				n--
+			}
+		}
+		for ; permits < n; permits++ {
+			if evict, ok := b.room(k); !ok || evict != nil {
+				break
+			}
+			b.permit(k, nil)
+		}
+	}
+	b.unlock()
+	var opening sync.WaitGroup
+	for range permits {
+		opening.Add(1)
+		go func() {
+			defer opening.Done()
+			s, err := p.openSession(ctx, owner)
+			b.mu.Lock()
+			defer b.unlock()
+			if err != nil {
+				b.unlend(k)
+				b.closed(owner)
+				if Refused(err) {
+					b.refused()
+				}
+				b.dispatch()
+				return
+			}
+			b.giveBack(s, true)
+			b.dispatch()
+		}()
+	}
+	opening.Wait()
+}
+
+// Reset closes the pool's idle sessions: after an outage they may be as dead as the leader's.
+func (p *Pool) Reset() {
+	b := p.budget
+	b.mu.Lock()
+	defer b.unlock()
+	p.closeIdle()
+	b.dispatch()
+}
+
+// Close closes the pool: its idle sessions now, its lent ones when they are given back; runs in its
+// lines get ErrPoolClosed.
+func (p *Pool) Close() {
+	b := p.budget
+	b.mu.Lock()
+	defer b.unlock()
+	if !p.closed {
+		b.pools--
+	}
+	p.closed = true
+	p.closeIdle()
+	for k := range b.lines {
+		if k.pool == p {
+			for _, w := range b.lines[k] {
+				w.grant <- grant{}
+			}
+			b.leave(k)
+		}
+	}
+	b.dispatch()
+}
+
+// closeIdle closes the pool's idle sessions. b.mu is held.
+func (p *Pool) closeIdle() {
+	b := p.budget
+	kept := b.idle[:0]
+	for _, s := range b.idle {
+		if s.key.pool == p {
+			b.closed(s.key.owner)
+			b.closing = append(b.closing, s.Conn)
+		} else {
+			kept = append(kept, s)
+		}
+	}
+	b.idle = kept
+}
