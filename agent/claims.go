@@ -94,7 +94,7 @@ func (a *dbAgent) fireClaimed(ctx context.Context, records *pgxpool.Pool, t term
 			// This agent was stopped or hung past the fire: it does not run it that late.
 			msg := fmt.Sprintf("the fire of %s was missed: the agent could run it only %s late, past the late_limit setting (%s)", f.at.Format(time.RFC3339), late.Round(time.Second), t.lateLimit)
 			a.logf(agentlog.LevelEssential, statusFiring, "job %s: %s", f.job.name, msg)
-			if err := sqlschema.RunRecord(ctx, records, f.job.id, f.job.name, f.job.owner, f.job.ownerID, f.at, "missed", msg, a.opt.Name); err != nil {
+			if err := sqlschema.RunRecord(ctx, records, a.unrun(f.job, f.at, sqlschema.RunMissed, msg)); err != nil {
 				return err
 			}
 			continue
@@ -129,7 +129,7 @@ func (a *dbAgent) recordMissed(ctx context.Context, records *pgxpool.Pool, epoch
 			msg = fmt.Sprintf("the fire of %s was missed: no agent was active on the database", m.first.Format(time.RFC3339))
 		}
 		a.logf(agentlog.LevelEssential, statusStarting, "job %s: %s", m.job.name, msg)
-		if err := sqlschema.RunRecord(ctx, records, m.job.id, m.job.name, m.job.owner, m.job.ownerID, m.last, "missed", msg, a.opt.Name); err != nil {
+		if err := sqlschema.RunRecord(ctx, records, a.unrun(m.job, m.last, sqlschema.RunMissed, msg)); err != nil {
 			return err
 		}
 	}

@@ -87,7 +87,7 @@ func (a *dbAgent) execute(j *job, scheduled *time.Time, wait context.Context, f 
 	var result sqlschema.RunResult
 	var session *sessions.Session
 	if why, hint := refusal(j); why != "" {
-		result = sqlschema.RunResult{Status: "error", SQLState: "42501", Message: why, Hint: hint}
+		result = sqlschema.RunResult{Status: sqlschema.RunError, SQLState: "42501", Message: why, Hint: hint}
 	} else if session, err = a.owners.Acquire(wait, j.owner, sessions.Hooks{
 		Waiting: func(ahead int) {
 			a.logf(agentlog.LevelInfo, statusFiring, "job %s waiting for a session of %s: %d runs of that role ahead", j.name, j.owner, ahead)
@@ -139,14 +139,14 @@ func (a *dbAgent) execute(j *job, scheduled *time.Time, wait context.Context, f 
 // logResult logs how a run ended: done at level 2, failed or cancelled at level 1.
 func (a *dbAgent) logResult(j *job, result sqlschema.RunResult) {
 	switch result.Status {
-	case "ok":
+	case sqlschema.RunOK:
 		a.logf(agentlog.LevelInfo, statusFiring, "job %s done", j.name)
 	default:
 		msg := result.Message
 		if result.Hint != "" {
 			msg += " (hint: " + result.Hint + ")"
 		}
-		a.logf(agentlog.LevelEssential, statusFiring, "job %s %s: %s", j.name, map[string]string{"error": "failed", "cancelled": "cancelled"}[result.Status], msg)
+		a.logf(agentlog.LevelEssential, statusFiring, "job %s %s: %s", j.name, map[sqlschema.RunStatus]string{sqlschema.RunError: "failed", sqlschema.RunCancelled: "cancelled"}[result.Status], msg)
 	}
 }
 
@@ -162,7 +162,7 @@ func (a *dbAgent) runOn(session *sessions.Session, j *job) sqlschema.RunResult {
 	if err != nil {
 		return a.failure(j, err)
 	}
-	return sqlschema.RunResult{Finished: a.opt.Clock.Now(), Status: "ok"}
+	return sqlschema.RunResult{Finished: a.opt.Clock.Now(), Status: sqlschema.RunOK}
 }
 
 // runCall sends, in one round trip and one transaction, the guard that checks the session is of
@@ -220,7 +220,7 @@ func sqlLiteral(s string) string { return "'" + strings.ReplaceAll(s, "'", "''")
 // failure describes a run that failed with err: PostgreSQL's message, SQLSTATE, DETAIL, HINT and
 // CONTEXT, or, when the run could not start, why and how to set it right.
 func (a *dbAgent) failure(j *job, err error) sqlschema.RunResult {
-	result := sqlschema.RunResult{Finished: a.opt.Clock.Now(), Status: "error", Message: err.Error()}
+	result := sqlschema.RunResult{Finished: a.opt.Clock.Now(), Status: sqlschema.RunError, Message: err.Error()}
 	var pgErr *pgconn.PgError
 	isPg := errors.As(err, &pgErr)
 	if isPg {
@@ -230,7 +230,7 @@ func (a *dbAgent) failure(j *job, err error) sqlschema.RunResult {
 	switch {
 	case a.runCtx.Err() != nil:
 		result.Message = "cancelled: the agent stopped before the run finished"
-		result.Status = "cancelled"
+		result.Status = sqlschema.RunCancelled
 	case errors.As(err, &connectErr):
 		if isPg && strings.Contains(pgErr.Message, "not permitted to log in") {
 			result.Message = fmt.Sprintf("the job's owner %s may no longer log in: the job does not run", j.owner)
@@ -260,7 +260,7 @@ func (a *dbAgent) failure(j *job, err error) sqlschema.RunResult {
 // notStarted describes a run that waited for a session until its job's next fire.
 func (a *dbAgent) notStarted(err error) sqlschema.RunResult {
 	size, fixed := a.budget.Size()
-	result := sqlschema.RunResult{Status: "error", SQLState: "53300",
+	result := sqlschema.RunResult{Status: sqlschema.RunError, SQLState: "53300",
 		Message: fmt.Sprintf("the run could not start before the job's next fire: no session was free within the agent's budget of %d sessions on this server (%d of them the agents' own)", size, fixed),
 		Hint:    "the sessions configuration setting raises the budget; fewer jobs due at one minute, or shorter runs, free sessions sooner"}
 	if !errors.Is(err, errNextFire) {
@@ -286,6 +286,11 @@ func clip(s string, max int) string {
 	return fmt.Sprintf("%s... (%d bytes in all)", s[:cut], len(s))
 }
 
+// unrun describes a fire of j at `at` that did not run.
+func (a *dbAgent) unrun(j *job, at time.Time, status sqlschema.RunStatus, why string) sqlschema.Unrun {
+	return sqlschema.Unrun{JobID: j.id, JobName: j.name, Owner: j.owner, OwnerID: j.ownerID, Scheduled: at, Status: status, Message: why, Agent: a.opt.Name}
+}
+
 // recordSkipped records a fire that did not run.
 func (a *dbAgent) recordSkipped(j *job, at time.Time, why string) {
 	a.logf(agentlog.LevelInfo, statusFiring, "job %s: fire of %s skipped: %s", j.name, at.Format(time.RFC3339), why)
@@ -296,7 +301,7 @@ func (a *dbAgent) recordSkipped(j *job, at time.Time, why string) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	if err := sqlschema.RunRecord(ctx, records, j.id, j.name, j.owner, j.ownerID, at, "skipped", why, a.opt.Name); err != nil {
+	if err := sqlschema.RunRecord(ctx, records, a.unrun(j, at, sqlschema.RunSkipped, why)); err != nil {
 		a.logf(agentlog.LevelError, statusFiring, "%v", err)
 	}
 }

@@ -234,7 +234,7 @@ func (a *dbAgent) answer(ctx context.Context, records *pgxpool.Pool, t term) {
 
 // warnPreparedLocks logs, once per term and transaction, the prepared transactions that hold
 // locks on pgjobs' tables: no session end releases them, and they block schema upgrades.
-func (a *dbAgent) warnPreparedLocks(ctx context.Context, q sqlschema.Execer, warned map[string]bool) {
+func (a *dbAgent) warnPreparedLocks(ctx context.Context, q sqlschema.DB, warned map[string]bool) {
 	found, err := sqlschema.LeaderPreparedLocks(ctx, q)
 	if err != nil {
 		a.logf(agentlog.LevelError, statusStarting, "%v", err)

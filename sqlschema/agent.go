@@ -12,13 +12,6 @@ import (
 
 // The agent's database operations. Their statements are prepared once per connection by pgx.
 
-// Execer runs statements; a *pgx.Conn, a pgx.Tx or a *pgxpool.Pool.
-type Execer interface {
-	Exec(ctx context.Context, sql string, args ...any) (pgconn.CommandTag, error)
-	Query(ctx context.Context, sql string, args ...any) (pgx.Rows, error)
-	QueryRow(ctx context.Context, sql string, args ...any) pgx.Row
-}
-
 // RunGuardSQL is the statement sent on a run's session right before the call, in the same round
 // trip: with the owner's role OID ($1) and name ($2), it fails unless the session is of that role,
 // which still exists, may log in and has not expired.
@@ -57,7 +50,7 @@ type StoredJob struct {
 }
 
 // JobLoad returns every job of the database that is not paused.
-func JobLoad(ctx context.Context, q Execer) ([]StoredJob, error) {
+func JobLoad(ctx context.Context, q DB) ([]StoredJob, error) {
 	rows, err := q.Query(ctx, query("job_load"))
 	if err != nil {
 		return nil, fmt.Errorf("load jobs: %w", err)
@@ -74,7 +67,7 @@ func JobLoad(ctx context.Context, q Execer) ([]StoredJob, error) {
 }
 
 // JobPlan records the next planned run of jobs; a nil time means none.
-func JobPlan(ctx context.Context, q Execer, ids []int, next []*time.Time) error {
+func JobPlan(ctx context.Context, q DB, ids []int, next []*time.Time) error {
 	if _, err := q.Exec(ctx, query("job_plan"), ids, next); err != nil {
 		return fmt.Errorf("record planned runs: %w", err)
 	}
@@ -82,7 +75,7 @@ func JobPlan(ctx context.Context, q Execer, ids []int, next []*time.Time) error 
 }
 
 // RunStart records that a run goes on and returns its id.
-func RunStart(ctx context.Context, q Execer, r Run) (int64, error) {
+func RunStart(ctx context.Context, q DB, r Run) (int64, error) {
 	var id int64
 	if err := q.QueryRow(ctx, query("run_start"), r.JobID, r.JobName, r.Owner, r.Scheduled, r.Agent, r.Session, r.SessionStart, r.Started, r.OwnerID).Scan(&id); err != nil {
 		return 0, fmt.Errorf("record the start of job %s: %w", r.JobName, err)
@@ -91,7 +84,7 @@ func RunStart(ctx context.Context, q Execer, r Run) (int64, error) {
 }
 
 // RunInsert records a whole run, started and ended, in one statement.
-func RunInsert(ctx context.Context, q Execer, r Run, result RunResult) error {
+func RunInsert(ctx context.Context, q DB, r Run, result RunResult) error {
 	if _, err := q.Exec(ctx, query("run_insert"), r.JobID, r.JobName, r.Owner, r.Scheduled, r.Agent, r.Session, r.SessionStart, r.Started,
 		result.Finished, result.Status, nullIfEmpty(result.SQLState), nullIfEmpty(result.Message), r.OwnerID,
 		nullIfEmpty(result.Detail), nullIfEmpty(result.Hint), nullIfEmpty(result.Context)); err != nil {
@@ -115,7 +108,7 @@ type Run struct {
 
 // SessionIdentity returns the backend pid and backend_start of a session: together they name it
 // while it lives.
-func SessionIdentity(ctx context.Context, q Querier) (pid int, start time.Time, err error) {
+func SessionIdentity(ctx context.Context, q DB) (pid int, start time.Time, err error) {
 	if err := q.QueryRow(ctx, query("session_start")).Scan(&pid, &start); err != nil {
 		return 0, time.Time{}, fmt.Errorf("read the session's identity: %w", err)
 	}
@@ -125,7 +118,7 @@ func SessionIdentity(ctx context.Context, q Querier) (pid int, start time.Time, 
 // RunResult is how a run ended.
 type RunResult struct {
 	Finished time.Time
-	Status   string // ok, error or cancelled
+	Status   RunStatus // RunOK, RunError or RunCancelled
 	SQLState string // "" when none
 	Message  string // "" when none
 	Detail   string // what PostgreSQL reported with the error, "" when none
@@ -135,7 +128,7 @@ type RunResult struct {
 
 // RunFinish records how a run ended. It reports false when the run was no longer "running":
 // another agent marked it abandoned meanwhile.
-func RunFinish(ctx context.Context, q Execer, runID int64, r RunResult) (bool, error) {
+func RunFinish(ctx context.Context, q DB, runID int64, r RunResult) (bool, error) {
 	var n int
 	if err := q.QueryRow(ctx, query("run_finish"), runID, r.Finished, r.Status, nullIfEmpty(r.SQLState), nullIfEmpty(r.Message),
 		nullIfEmpty(r.Detail), nullIfEmpty(r.Hint), nullIfEmpty(r.Context)).Scan(&n); err != nil {
@@ -155,7 +148,7 @@ type RunEnd struct {
 // RunRecordEnds records the ends of runs in one transaction and one round trip, and reports for
 // each whether it was recorded: false for a running row another agent had marked abandoned
 // meanwhile. On an error nothing is recorded.
-func RunRecordEnds(ctx context.Context, db Beginner, ends []RunEnd) ([]bool, error) {
+func RunRecordEnds(ctx context.Context, db DB, ends []RunEnd) ([]bool, error) {
 	tx, err := db.Begin(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("record %d run ends: %w", len(ends), err)
@@ -198,17 +191,43 @@ func RunRecordEnds(ctx context.Context, db Beginner, ends []RunEnd) ([]bool, err
 	return recorded, nil
 }
 
-// RunRecord records a fire that did not run: status skipped or missed.
-func RunRecord(ctx context.Context, q Execer, jobID int, jobName, owner string, ownerID uint32, scheduled time.Time, status, message, agent string) error {
-	if _, err := q.Exec(ctx, query("run_record"), jobID, jobName, owner, scheduled, status, message, agent, ownerID); err != nil {
-		return fmt.Errorf("record a %s run of job %s: %w", status, jobName, err)
+// RunStatus is how a run went, as pgj_run_.runstatus has it.
+type RunStatus string
+
+// The statuses of runs.
+const (
+	RunRunning   RunStatus = "running"   // going on for longer than the agent waits before writing a row
+	RunOK        RunStatus = "ok"        // ended without an error
+	RunError     RunStatus = "error"     // failed, or could not start
+	RunSkipped   RunStatus = "skipped"   // not run: the previous run was still going, or the agent stopped first
+	RunMissed    RunStatus = "missed"    // not run: no agent could run it within late_limit
+	RunCancelled RunStatus = "cancelled" // cancelled by a stop whose grace period ran out
+	RunAbandoned RunStatus = "abandoned" // its session ended before its end was recorded
+)
+
+// Unrun is a fire that did not run, to record.
+type Unrun struct {
+	JobID     int
+	JobName   string
+	Owner     string // the owner's role name
+	OwnerID   uint32 // and OID
+	Scheduled time.Time
+	Status    RunStatus // RunSkipped or RunMissed
+	Message   string    // why
+	Agent     string    // the agent process
+}
+
+// RunRecord records a fire that did not run.
+func RunRecord(ctx context.Context, q DB, u Unrun) error {
+	if _, err := q.Exec(ctx, query("run_record"), u.JobID, u.JobName, u.Owner, u.Scheduled, u.Status, u.Message, u.Agent, u.OwnerID); err != nil {
+		return fmt.Errorf("record a %s run of job %s: %w", u.Status, u.JobName, err)
 	}
 	return nil
 }
 
 // RunAbandon marks abandoned the runs left running by agents whose session is gone, and returns
 // the names of their jobs.
-func RunAbandon(ctx context.Context, q Execer) ([]string, error) {
+func RunAbandon(ctx context.Context, q DB) ([]string, error) {
 	rows, err := q.Query(ctx, query("run_abandon"))
 	if err != nil {
 		return nil, fmt.Errorf("mark abandoned runs: %w", err)
@@ -221,7 +240,7 @@ func RunAbandon(ctx context.Context, q Execer) ([]string, error) {
 }
 
 // RunForeignRunning returns the jobs of the runs of agents other than agent recorded as running.
-func RunForeignRunning(ctx context.Context, q Execer, agent string) ([]int, error) {
+func RunForeignRunning(ctx context.Context, q DB, agent string) ([]int, error) {
 	rows, err := q.Query(ctx, query("run_foreign_running"), agent)
 	if err != nil {
 		return nil, fmt.Errorf("read the runs of other agents: %w", err)
@@ -234,7 +253,7 @@ func RunForeignRunning(ctx context.Context, q Execer, agent string) ([]int, erro
 }
 
 // RunPrune deletes the runs older than the run_retention setting and returns how many.
-func RunPrune(ctx context.Context, q Execer) (int64, error) {
+func RunPrune(ctx context.Context, q DB) (int64, error) {
 	tag, err := q.Exec(ctx, query("run_prune"))
 	if err != nil {
 		return 0, fmt.Errorf("delete old runs: %w", err)
@@ -251,7 +270,7 @@ func nullIfEmpty(s string) *string {
 
 // SettingLateLimit returns the late_limit setting: how late an agent still runs a fire that fell
 // due while no agent could run it.
-func SettingLateLimit(ctx context.Context, q Querier) (time.Duration, error) {
+func SettingLateLimit(ctx context.Context, q DB) (time.Duration, error) {
 	var ms int64
 	if err := q.QueryRow(ctx, query("setting_late_limit")).Scan(&ms); err != nil {
 		return 0, fmt.Errorf("read the late_limit setting: %w", err)

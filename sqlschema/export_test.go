@@ -8,7 +8,7 @@ import (
 )
 
 // InstallVersion installs the schema as version n of it was, for the upgrade tests.
-func InstallVersion(ctx context.Context, db Beginner, n int) error {
+func InstallVersion(ctx context.Context, db DB, n int) error {
 	return pgx.BeginFunc(ctx, db, func(tx pgx.Tx) error {
 		vs, err := versions()
 		if err != nil {

@@ -23,7 +23,7 @@ type Server struct {
 }
 
 // LeaderSession returns what a session reads of its server when it connects.
-func LeaderSession(ctx context.Context, q Querier) (Server, error) {
+func LeaderSession(ctx context.Context, q DB) (Server, error) {
 	var s Server
 	if err := q.QueryRow(ctx, query("leader_session")).Scan(&s.PID, &s.InRecovery, &s.Available); err != nil {
 		return Server{}, fmt.Errorf("read the session: %w", err)
@@ -41,7 +41,7 @@ type Lease struct {
 }
 
 // LeaderLook reads the leader lease and, when ping, asks the leader to answer (pgjobs_ping).
-func LeaderLook(ctx context.Context, q Querier, ping bool) (Lease, error) {
+func LeaderLook(ctx context.Context, q DB, ping bool) (Lease, error) {
 	var l Lease
 	var pings int
 	if err := q.QueryRow(ctx, query("leader_look"), ping).Scan(&l.Epoch, &l.PID, &l.Alive, &l.Answered, &l.Now, &pings); err != nil {
@@ -61,7 +61,7 @@ type Deposed struct {
 // last look saw it (the same epoch, and no answer of the leader since), and returns the new epoch
 // and the session of the leader it replaces; zone is the IANA zone the agent reads schedules in.
 // ok is false when another agent took it first or the leader answered meanwhile.
-func LeaderTake(ctx context.Context, q Querier, agent string, seen Lease, zone string) (epoch int64, old Deposed, ok bool, err error) {
+func LeaderTake(ctx context.Context, q DB, agent string, seen Lease, zone string) (epoch int64, old Deposed, ok bool, err error) {
 	err = q.QueryRow(ctx, query("leader_take"), agent, seen.Epoch, seen.Answered, zone).Scan(&epoch, &old.PID, &old.Start, &old.Agent)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return 0, Deposed{}, false, nil
@@ -74,7 +74,7 @@ func LeaderTake(ctx context.Context, q Querier, agent string, seen Lease, zone s
 
 // LeaderDepose ends the session of a replaced leader if it is still connected, and reports
 // whether it did.
-func LeaderDepose(ctx context.Context, q Querier, old Deposed) (bool, error) {
+func LeaderDepose(ctx context.Context, q DB, old Deposed) (bool, error) {
 	var ended bool
 	if old.PID == nil {
 		return false, nil
@@ -87,7 +87,7 @@ func LeaderDepose(ctx context.Context, q Querier, old Deposed) (bool, error) {
 
 // LeaderAnswer answers the standbys' pings for the leader of epoch; ErrLostLead when another
 // agent has taken the lease.
-func LeaderAnswer(ctx context.Context, q Querier, epoch int64) error {
+func LeaderAnswer(ctx context.Context, q DB, epoch int64) error {
 	var e int64
 	err := q.QueryRow(ctx, query("leader_answer"), epoch).Scan(&e)
 	if errors.Is(err, pgx.ErrNoRows) {
@@ -101,7 +101,7 @@ func LeaderAnswer(ctx context.Context, q Querier, epoch int64) error {
 
 // LeaderRelease gives the lease of epoch up and wakes the standbys; it reports whether the lease
 // was still this epoch's.
-func LeaderRelease(ctx context.Context, q Querier, epoch int64) (bool, error) {
+func LeaderRelease(ctx context.Context, q DB, epoch int64) (bool, error) {
 	var released, woken int
 	if err := q.QueryRow(ctx, query("leader_release"), epoch).Scan(&released, &woken); err != nil {
 		return false, fmt.Errorf("release the leader lease: %w", err)
@@ -119,7 +119,7 @@ type Intruder struct {
 
 // LeaderEndIntruders ends the sessions that hold or wait for a strong lock on pgjobs' tables and
 // whose role may not run the agent (it may not update pgjobs.pgj_leader_), and returns them.
-func LeaderEndIntruders(ctx context.Context, q Execer) ([]Intruder, error) {
+func LeaderEndIntruders(ctx context.Context, q DB) ([]Intruder, error) {
 	rows, err := q.Query(ctx, query("leader_intruders"))
 	if err != nil {
 		return nil, fmt.Errorf("end the sessions of other roles locking the agent's tables: %w", err)
@@ -145,7 +145,7 @@ type ClaimedFire struct {
 // FireClaim claims fires (job ids and fire times) for the agent of leader epoch epoch, and
 // returns those it may run, none whose fire another agent has claimed. It fails with ErrLostLead
 // when another agent has taken the lead since.
-func FireClaim(ctx context.Context, q Execer, ids []int, at []time.Time, epoch int64) ([]ClaimedFire, error) {
+func FireClaim(ctx context.Context, q DB, ids []int, at []time.Time, epoch int64) ([]ClaimedFire, error) {
 	rows, err := q.Query(ctx, query("fire_claim"), ids, at, epoch)
 	if err != nil {
 		return nil, fmt.Errorf("claim fires: %w", err)
@@ -177,7 +177,7 @@ func FireClaim(ctx context.Context, q Execer, ids []int, at []time.Time, epoch i
 }
 
 // LeaderHolds reports whether the leader lease still has epoch.
-func LeaderHolds(ctx context.Context, q Querier, epoch int64) (bool, error) {
+func LeaderHolds(ctx context.Context, q DB, epoch int64) (bool, error) {
 	var holds bool
 	if err := q.QueryRow(ctx, query("leader_holds"), epoch).Scan(&holds); err != nil {
 		return false, fmt.Errorf("look at the leader lease: %w", err)
@@ -191,7 +191,7 @@ type PreparedLock struct {
 }
 
 // LeaderPreparedLocks returns the prepared transactions that hold locks on pgjobs' tables.
-func LeaderPreparedLocks(ctx context.Context, q Execer) ([]PreparedLock, error) {
+func LeaderPreparedLocks(ctx context.Context, q DB) ([]PreparedLock, error) {
 	rows, err := q.Query(ctx, query("leader_prepared"))
 	if err != nil {
 		return nil, fmt.Errorf("look for prepared transactions locking the agent's tables: %w", err)

@@ -95,20 +95,18 @@ func query(name string) string {
 	return string(data)
 }
 
-// Querier is what the functions here need of a connection or transaction.
-type Querier interface {
+// DB is what pgjobs' SQL runs on: a *pgx.Conn, a pgx.Tx or a *pgxpool.Pool. Install, Upgrade and
+// Uninstall run in a transaction of their own (Begin), or in a savepoint of the caller's
+// transaction, which can then roll them back together with its other work.
+type DB interface {
+	Exec(ctx context.Context, sql string, args ...any) (pgconn.CommandTag, error)
+	Query(ctx context.Context, sql string, args ...any) (pgx.Rows, error)
 	QueryRow(ctx context.Context, sql string, args ...any) pgx.Row
-}
-
-// Beginner is a connection or a transaction: Install, Upgrade and Uninstall run in a
-// transaction of their own, or in a savepoint of the caller's transaction, which can then roll
-// them back together with its other work.
-type Beginner interface {
 	Begin(ctx context.Context) (pgx.Tx, error)
 }
 
 // Installed returns the installed schema version, and ErrNotEnabled when there is no pgjobs schema.
-func Installed(ctx context.Context, q Querier) (int, error) {
+func Installed(ctx context.Context, q DB) (int, error) {
 	var exists bool
 	if err := q.QueryRow(ctx, query("schema_exists")).Scan(&exists); err != nil {
 		return 0, fmt.Errorf("look for the pgjobs schema: %w", err)
@@ -129,7 +127,7 @@ func Installed(ctx context.Context, q Querier) (int, error) {
 
 // Check returns nil when the database has the schema version this program carries, and else
 // ErrNotEnabled or a *VersionError saying what to do.
-func Check(ctx context.Context, q Querier) error {
+func Check(ctx context.Context, q DB) error {
 	v, err := Installed(ctx, q)
 	if err != nil {
 		return err
@@ -143,7 +141,7 @@ func Check(ctx context.Context, q Querier) error {
 // Install creates the pgjobs schema, at the latest version, in one transaction, and adds it to
 // the database's search_path. It fails with ErrAlreadyEnabled, changing nothing, when the
 // database has a pgjobs schema.
-func Install(ctx context.Context, db Beginner) error {
+func Install(ctx context.Context, db DB) error {
 	return pgx.BeginFunc(ctx, db, func(tx pgx.Tx) error {
 		if _, err := Installed(ctx, tx); err == nil {
 			return ErrAlreadyEnabled
@@ -168,7 +166,7 @@ func Install(ctx context.Context, db Beginner) error {
 
 // Upgrade brings an installed schema to the latest version in one transaction and returns the
 // versions before and after.
-func Upgrade(ctx context.Context, db Beginner) (from, to int, err error) {
+func Upgrade(ctx context.Context, db DB) (from, to int, err error) {
 	err = pgx.BeginFunc(ctx, db, func(tx pgx.Tx) error {
 		if _, err := Installed(ctx, tx); err != nil {
 			return err
@@ -206,7 +204,7 @@ func Upgrade(ctx context.Context, db Beginner) (from, to int, err error) {
 // Uninstall drops the pgjobs schema with everything in it and gives the database back the
 // search_path setting it had before Install, in one transaction. It fails with ErrNotEnabled
 // when there is no schema.
-func Uninstall(ctx context.Context, db Beginner) error {
+func Uninstall(ctx context.Context, db DB) error {
 	return pgx.BeginFunc(ctx, db, func(tx pgx.Tx) error {
 		if _, err := Installed(ctx, tx); err != nil {
 			return err

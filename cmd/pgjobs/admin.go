@@ -99,7 +99,7 @@ Example:
 transaction, then writes system=VERSION. If a database cannot be upgraded, the version is not written.
 
 Example:
-   pgjobs updatesystem -v 3.00`,
+   pgjobs updatesystem -v 4.00`,
 			Flags:  []cli.Flag{&cli.StringFlag{Name: "v", Usage: "system `VERSION`: the version of this pgjobs (pgjobs viewsystem after an upgrade prints it)"}, configFlag()},
 			Action: updateSystem,
 		}),
@@ -157,7 +157,7 @@ func enableDB(c *cli.Context) error {
 			return err
 		}
 		// Install in a transaction that commits only once the file is written.
-		commit, rollback, err = inTransaction(ctx, "enabledb", added, func(ctx context.Context, tx sqlschema.Beginner) error {
+		commit, rollback, err = inTransaction(ctx, "enabledb", added, func(ctx context.Context, tx sqlschema.DB) error {
 			return sqlschema.Install(ctx, tx)
 		})
 		if errors.Is(err, sqlschema.ErrAlreadyEnabled) {
@@ -197,7 +197,7 @@ func disableDB(c *cli.Context) error {
 		if err := f.RemoveDatabase(removed.ID); err != nil {
 			return err
 		}
-		commit, rollback, err = inTransaction(ctx, "disabledb", removed, func(ctx context.Context, tx sqlschema.Beginner) error {
+		commit, rollback, err = inTransaction(ctx, "disabledb", removed, func(ctx context.Context, tx sqlschema.DB) error {
 			err := sqlschema.Uninstall(ctx, tx)
 			if errors.Is(err, sqlschema.ErrNotEnabled) {
 				fmt.Fprintf(c.App.ErrWriter, "pgjobs: %s had no pgjobs schema; removing its configuration row\n", removed.Target())
@@ -226,7 +226,7 @@ func disableDB(c *cli.Context) error {
 
 // inTransaction connects to a database, checks that the role is a superuser, begins a transaction and runs work in it. It returns
 // functions that commit or roll back and close the connection; on error it has done that already.
-func inTransaction(ctx context.Context, command string, d config.Database, work func(context.Context, sqlschema.Beginner) error) (commit func() error, rollback func(), err error) {
+func inTransaction(ctx context.Context, command string, d config.Database, work func(context.Context, sqlschema.DB) error) (commit func() error, rollback func(), err error) {
 	conn, err := connect(ctx, d)
 	if err != nil {
 		return nil, nil, err
