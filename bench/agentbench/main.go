@@ -34,13 +34,30 @@ func main() {
 	scaleDBs := flag.Int("scale-dbs", 30, "databases of the memory and connections measurement (2 sessions each; the server allows 100, and sessions of the earlier measurements may still be closing)")
 	minutes := flag.Int("minutes", 3, "how many consecutive minutes each start-offset measurement fires")
 	only := flag.String("only", "", "run only one part: offsets, fairness, idle or scale")
+	sessions := flag.Int("sessions", 0, "the agent's session budget per server; 0 means its default, half the server's connections for ordinary roles")
+	maxRuns := flag.Int("max-runs", 0, "runs at once per database; 0 means the agent's default")
+	logFile := flag.String("log", "", "write the agent's log of the start-offset measurements, at level 5, to this file")
 	scenarios := flag.String("scenarios", "50/1,500/1,1000/10", "the start-offset measurements to run, as JOBS/DATABASES")
 	flag.Parse()
+	agentOptions = agent.Options{Sessions: *sessions, MaxRuns: *maxRuns}
+	if *logFile != "" {
+		f, err := os.Create(*logFile)
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "agentbench:", err)
+			os.Exit(1)
+		}
+		defer f.Close()
+		logger := slog.New(slog.NewTextHandler(f, &slog.HandlerOptions{Level: slog.LevelDebug}))
+		agentOptions.Logger = func(id, _ int) *slog.Logger { return logger.With("db", id) }
+	}
 	if err := run(*idle, *scaleDBs, *minutes, *only, *scenarios); err != nil {
 		fmt.Fprintln(os.Stderr, "agentbench:", err)
 		os.Exit(1)
 	}
 }
+
+// agentOptions are the agent's settings the flags choose; the measurements add their own.
+var agentOptions agent.Options
 
 // scenario is one start-offset measurement: jobs due at the same minutes, spread over databases.
 type scenario struct {
@@ -56,7 +73,14 @@ func run(idle time.Duration, scaleDBs, minutes int, only, scenarios string) erro
 		return err
 	}
 	defer cluster.Close()
-	fmt.Println("cluster: fsync, synchronous_commit and full_page_writes on, max_connections 100; the agent's default session budget")
+	budget := "the agent's default session budget"
+	if agentOptions.Sessions > 0 {
+		budget = fmt.Sprintf("a session budget of %d", agentOptions.Sessions)
+	}
+	if agentOptions.MaxRuns > 0 {
+		budget += fmt.Sprintf(", %d runs at once per database", agentOptions.MaxRuns)
+	}
+	fmt.Println("cluster: fsync, synchronous_commit and full_page_writes on, max_connections 100; " + budget)
 	if only == "" || only == "offsets" {
 		if err := offsetScenarios(ctx, cluster, minutes, scenarios); err != nil {
 			return err
@@ -239,7 +263,9 @@ func startOffsetsAs(ctx context.Context, cluster *pgtest.Cluster, dbs []string, 
 	}
 	// The first minute comes 4 s after the agent starts, however long creating the jobs took.
 	offset := first.Sub(time.Now().Add(4 * time.Second))
-	m := agent.NewMaster(agent.Options{Clock: shiftedClock{offset}, Location: time.UTC, Name: "agentbench"}, slog.New(slog.DiscardHandler))
+	opt := agentOptions
+	opt.Clock, opt.Location, opt.Name = shiftedClock{offset}, time.UTC, "agentbench"
+	m := agent.NewMaster(opt, slog.New(slog.DiscardHandler))
 	var rows []agent.Database
 	for i, db := range dbs {
 		rows = append(rows, agent.Database{ID: i + 1, DSN: cluster.DSN(db)})
