@@ -119,11 +119,11 @@ func SessionIdentity(ctx context.Context, q DB) (pid int, start time.Time, err e
 type RunResult struct {
 	Finished time.Time
 	Status   RunStatus // RunOK, RunError or RunCancelled
-	SQLState string // "" when none
-	Message  string // "" when none
-	Detail   string // what PostgreSQL reported with the error, "" when none
-	Hint     string // the error's hint, or the agent's when it refused the run
-	Context  string // where the error happened (PL/pgSQL's CONTEXT)
+	SQLState string    // "" when none
+	Message  string    // "" when none
+	Detail   string    // what PostgreSQL reported with the error, "" when none
+	Hint     string    // the error's hint, or the agent's when it refused the run
+	Context  string    // where the error happened (PL/pgSQL's CONTEXT)
 }
 
 // RunFinish records how a run ended. It reports false when the run was no longer "running":

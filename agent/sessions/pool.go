@@ -283,4 +283,3 @@ func (b *Budget) giveBack(s *Session, keep bool) {
 	}
 	b.closeIdleOver()
 }
-
