@@ -98,6 +98,7 @@ func (a *dbAgent) openOwnerSession(ctx context.Context, owner string) (*pgx.Conn
 		return nil, time.Time{}, err
 	}
 	cfg.RuntimeParams["application_name"] = applicationName(a.db.ID) + " job"
+	cfg.DefaultQueryExecMode = pgx.QueryExecModeExec // the reset between runs deallocates prepared statements
 	conn, err := pgx.ConnectConfig(ctx, cfg)
 	if err != nil {
 		return nil, time.Time{}, err

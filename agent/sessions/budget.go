@@ -223,13 +223,15 @@ func (b *Budget) takeIdle(k key) *Session {
 	return nil
 }
 
-func (b *Budget) dropIdle(s *Session) {
+// dropIdle takes s off the idle sessions, and reports whether it was there. b.mu is held.
+func (b *Budget) dropIdle(s *Session) bool {
 	for i, t := range b.idle {
 		if t == s {
 			b.idle = append(b.idle[:i], b.idle[i+1:]...)
-			return
+			return true
 		}
 	}
+	return false
 }
 
 // dispatch serves the lines while any can be served, one session at a time, each to the neediest

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/pgjobs/pgjobs/agent/sessions"
 	"github.com/pgjobs/pgjobs/internal/pgtest"
 )
@@ -27,6 +28,7 @@ func opener(c *pgtest.Cluster, database string) sessions.Opener {
 			return nil, time.Time{}, err
 		}
 		cfg.User = owner
+		cfg.DefaultQueryExecMode = pgx.QueryExecModeExec
 		conn, err := pgx.ConnectConfig(ctx, cfg)
 		if err != nil {
 			return nil, time.Time{}, err
@@ -107,6 +109,102 @@ func TestSessionIsReusedByItsOwnerAndReset(t *testing.T) {
 	if workMem == "7MB" {
 		t.Errorf("the session kept the previous run's setting work_mem = %s: it was not reset", workMem)
 	}
+}
+
+// leaveState leaves in s what a run may leave in its session: a setting, a role, a temporary table,
+// a session advisory lock, a LISTEN, a prepared statement and a cursor WITH HOLD.
+func leaveState(t *testing.T, s *sessions.Session) {
+	t.Helper()
+	for _, stmt := range []string{
+		"SELECT set_config('bench.left', 'dirty', false)", "SET work_mem = '7MB'",
+		"CREATE TEMP TABLE scratch (x int)", "SELECT pg_advisory_lock(4242)", "LISTEN left_over",
+		"PREPARE left_over AS SELECT 1", "BEGIN", "DECLARE held CURSOR WITH HOLD FOR SELECT 1", "COMMIT",
+	} {
+		if _, err := s.Conn.Exec(context.Background(), stmt, pgx.QueryExecModeSimpleProtocol); err != nil {
+			t.Fatalf("%s: %v", stmt, err)
+		}
+	}
+}
+
+// leftState returns what the next run on s sees of leaveState's state, reading it in batch (after
+// the reset QueueReset adds, if any), in one transaction as a run is sent; "" when nothing is left.
+func leftState(t *testing.T, s *sessions.Session) string {
+	t.Helper()
+	batch := &pgconn.Batch{}
+	s.QueueReset(batch)
+	batch.ExecParams(`SELECT concat_ws(' ',
+		'setting=' || nullif(current_setting('bench.left', true), ''),
+		'work_mem=' || nullif(current_setting('work_mem'), '4MB'),
+		'temp=' || to_regclass('pg_temp.scratch'),
+		'advisory=' || nullif((SELECT count(*) FROM pg_locks WHERE locktype = 'advisory' AND pid = pg_backend_pid()), 0),
+		'prepared=' || nullif((SELECT count(*) FROM pg_prepared_statements WHERE name = 'left_over'), 0),
+		'cursor=' || nullif((SELECT count(*) FROM pg_cursors WHERE name = 'held'), 0))`, nil, nil, nil, nil)
+	results, err := s.Conn.PgConn().ExecBatch(context.Background(), batch).ReadAll()
+	if err != nil {
+		t.Fatal(err)
+	}
+	last := results[len(results)-1]
+	if last.Err != nil {
+		t.Fatal(last.Err)
+	}
+	// UNLISTEN takes effect when the run's transaction commits.
+	var listening int
+	if err := s.Conn.QueryRow(context.Background(), "SELECT count(*) FROM pg_listening_channels()").Scan(&listening); err != nil {
+		t.Fatal(err)
+	}
+	if listening > 0 {
+		return strings.TrimSpace(string(last.Rows[0][0]) + " listening after the run")
+	}
+	return string(last.Rows[0][0])
+}
+
+// A session goes back reset, whether it waits idle (reset at once) or is handed straight to the
+// next run of its line (reset in that run's round trip); the reset of a handed-over session that
+// failed with its run is sent again.
+func TestSessionIsResetBetweenRuns(t *testing.T) {
+	t.Parallel()
+	db := cluster.NewDatabase(t)
+	alice := cluster.NewRole(t, "alice", db)
+	b := sessions.NewBudget(4)
+	p := b.NewPool(context.Background(), 1, opener(cluster, db))
+	defer p.Close()
+	ctx := context.Background()
+
+	s1, err := p.Acquire(ctx, alice, sessions.Hooks{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if left := leftState(t, s1); left != "" {
+		t.Fatalf("a new session has state: %s", left)
+	}
+	leaveState(t, s1)
+	s1.Release() // nobody waits: reset now
+	s2 := got(t, acquire(t, ctx, p, alice), "the idle session")
+	if s2.PID != s1.PID || s2.NeedsReset {
+		t.Errorf("after an idle wait: session %d (NeedsReset %v), want %d reset", s2.PID, s2.NeedsReset, s1.PID)
+	}
+	if left := leftState(t, s2); left != "" {
+		t.Errorf("after an idle wait the session kept %s", left)
+	}
+
+	leaveState(t, s2)
+	next := acquire(t, ctx, p, alice) // waits: the pool lends one session
+	s2.Release()
+	s3 := got(t, next, "the session handed over")
+	if s3.PID != s1.PID || !s3.NeedsReset {
+		t.Fatalf("handed over: session %d (NeedsReset %v), want %d to reset with its run", s3.PID, s3.NeedsReset, s1.PID)
+	}
+	// A run that fails rolls its reset back: the session still needs it.
+	failing := &pgconn.Batch{}
+	s3.QueueReset(failing)
+	failing.ExecParams("SELECT 1 / 0", nil, nil, nil, nil)
+	if _, err := s3.Conn.PgConn().ExecBatch(ctx, failing).ReadAll(); err == nil {
+		t.Fatal("SELECT 1 / 0 did not fail")
+	}
+	if left := leftState(t, s3); left != "" {
+		t.Errorf("the run after the handover saw %s", left)
+	}
+	s3.Release()
 }
 
 // got returns the session q receives, failing the test if none comes within 10 s.

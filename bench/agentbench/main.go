@@ -13,6 +13,7 @@ import (
 	"math"
 	"os"
 	"runtime"
+	"runtime/pprof"
 	"slices"
 	"sort"
 	"strings"
@@ -38,7 +39,19 @@ func main() {
 	maxRuns := flag.Int("max-runs", 0, "runs at once per database; 0 means the agent's default")
 	logFile := flag.String("log", "", "write the agent's log of the start-offset measurements, at level 5, to this file")
 	scenarios := flag.String("scenarios", "50/1,500/1,1000/10", "the start-offset measurements to run, as JOBS/DATABASES")
+	cpuProfile := flag.String("cpuprofile", "", "write a CPU profile of the whole program (the agent and the measurements) to this file")
 	flag.Parse()
+	if *cpuProfile != "" {
+		f, err := os.Create(*cpuProfile)
+		if err == nil {
+			err = pprof.StartCPUProfile(f)
+		}
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "agentbench:", err)
+			os.Exit(1)
+		}
+		defer pprof.StopCPUProfile()
+	}
 	agentOptions = agent.Options{Sessions: *sessions, MaxRuns: *maxRuns}
 	if *logFile != "" {
 		f, err := os.Create(*logFile)
@@ -51,6 +64,7 @@ func main() {
 		agentOptions.Logger = func(id, _ int) *slog.Logger { return logger.With("db", id) }
 	}
 	if err := run(*idle, *scaleDBs, *minutes, *only, *scenarios); err != nil {
+		pprof.StopCPUProfile()
 		fmt.Fprintln(os.Stderr, "agentbench:", err)
 		os.Exit(1)
 	}
