@@ -153,7 +153,7 @@ func (a *dbAgent) logResult(j *job, result sqlschema.RunResult) {
 // runOn runs SELECT <call>, a transaction of its own, on an owner session, and gives the session
 // back: reset for the next run of its owner, or closed when the run's failure leaves it in doubt.
 func (a *dbAgent) runOn(session *sessions.Session, j *job) sqlschema.RunResult {
-	err := a.runCall(session, j)
+	err := a.runCall(session.Conn, j)
 	if err != nil && session.Conn.PgConn().IsBusy() {
 		session.Close()
 	} else {
@@ -170,14 +170,8 @@ func (a *dbAgent) runOn(session *sessions.Session, j *job) sqlschema.RunResult {
 // with the extended query protocol: one statement per message, so a call that holds a second
 // statement is a syntax error, never run. The server skips the call when the guard fails. The
 // call's rows are read and dropped, never held.
-//
-// A session handed over straight from the previous run of its line is reset first, in the same
-// round trip and transaction: the call runs with nothing of the previous run left, and when the
-// run fails the reset is rolled back with it, and sent again before the next run.
-func (a *dbAgent) runCall(session *sessions.Session, j *job) error {
+func (a *dbAgent) runCall(conn *pgx.Conn, j *job) error {
 	batch := &pgconn.Batch{}
-	session.QueueReset(batch)
-	conn := session.Conn
 	ctx := a.runCtx
 	if j.timeout > 0 {
 		// The job's time limit: the server's statement_timeout for the run's transaction, and the

@@ -8,7 +8,6 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
-	"github.com/jackc/pgx/v5/pgconn"
 )
 
 // ErrPoolClosed is returned by Acquire when the pool closed while the run waited.
@@ -37,10 +36,6 @@ type Session struct {
 	Conn  *pgx.Conn
 	PID   uint32    // the backend's process id
 	Start time.Time // the backend's start: with PID, it names the session in the run history
-
-	// NeedsReset says that the session's last run's state is still there: the next run sends
-	// ResetStatements first, in the same round trip.
-	NeedsReset bool
 
 	key       key
 	idleSince time.Time
@@ -250,61 +245,27 @@ func (b *Budget) unlend(k key) {
 	}
 }
 
-// Release gives the session back after a run. A session must be reset before its next run, so that
-// no run sees another's settings, temporary tables, locks or notifications (ResetStatements). When
-// a run of the same line waits, it is given the session at once, with NeedsReset set: it sends the
-// reset in the same round trip as its own statements. Otherwise the session is reset now, off the
-// path of any waiting run, and kept idle for its owner's next run; a session whose reset fails is
-// closed.
+// Release gives the session back after a run: it is reset (ResetStatements, one round trip, a
+// transaction of its own), so that no run sees another's settings, temporary tables, locks or
+// notifications, and lent to the next run in line or kept for the next run of its owner. A session
+// whose reset fails is closed. The reset commits before the next run starts: a setting that governs
+// how a transaction starts (default_transaction_read_only, say) is gone by then.
 func (s *Session) Release() {
-	b := s.key.pool.budget
-	b.mu.Lock()
-	s.NeedsReset = true
-	b.giveBack(s, true)
-	b.dispatch()
-	idle := b.dropIdle(s) // no run took it: reset it before it waits for the next
-	if idle {
-		b.lend(s.key)
-	}
-	b.unlock()
-	if !idle {
-		return
-	}
 	ctx, cancel := context.WithTimeout(context.Background(), resetTimeout)
-	err := s.Reset(ctx)
+	_, err := s.Conn.Exec(ctx, resetSQL, pgx.QueryExecModeSimpleProtocol)
 	cancel()
+	b := s.key.pool.budget
 	b.mu.Lock()
 	defer b.unlock()
 	b.giveBack(s, err == nil)
 	b.dispatch()
 }
 
-// Reset resets the session on its own (ResetStatements, one round trip) and clears NeedsReset.
-func (s *Session) Reset(ctx context.Context) error {
-	_, err := s.Conn.Exec(ctx, strings.Join(ResetStatements, "; "), pgx.QueryExecModeSimpleProtocol)
-	if err == nil {
-		s.NeedsReset = false
-	}
-	return err
-}
-
-// QueueReset adds to batch, ahead of a run's own statements, the reset of a session handed over
-// straight from the previous run (NeedsReset): the run's round trip resets it too. Sent in the
-// run's transaction, the reset is rolled back with a run that fails; the session then needs it
-// again, which Release says anyway.
-func (s *Session) QueueReset(batch *pgconn.Batch) {
-	if !s.NeedsReset {
-		return
-	}
-	for _, stmt := range ResetStatements {
-		batch.ExecParams(stmt, nil, nil, nil, nil)
-	}
-}
-
-// ResetStatements reset a session between runs: DISCARD ALL but its DISCARD PLANS, which only frees
-// memory and would make every run plan its guard again (a third of a short run's cost on the
-// server). Each may be sent on its own, and all run outside a transaction block.
-var ResetStatements = []string{
+// resetSQL resets a session between runs: DISCARD ALL but its DISCARD PLANS, which only frees
+// memory (a cached plan is planned again when what it depends on changes, search_path included)
+// and would make every run plan its guard again: with DISCARD ALL after each, a short run costs the
+// server nearly twice as much. Sent as one query, the statements are one transaction.
+var resetSQL = strings.Join([]string{
 	"CLOSE ALL",
 	"SET SESSION AUTHORIZATION DEFAULT",
 	"RESET ALL",
@@ -313,7 +274,7 @@ var ResetStatements = []string{
 	"SELECT pg_catalog.pg_advisory_unlock_all()",
 	"DISCARD TEMP",
 	"DISCARD SEQUENCES",
-}
+}, "; ")
 
 // resetTimeout bounds the reset of a session after its run.
 const resetTimeout = 5 * time.Second

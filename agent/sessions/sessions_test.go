@@ -111,14 +111,16 @@ func TestSessionIsReusedByItsOwnerAndReset(t *testing.T) {
 	}
 }
 
-// leaveState leaves in s what a run may leave in its session: a setting, a role, a temporary table,
-// a session advisory lock, a LISTEN, a prepared statement and a cursor WITH HOLD.
+// leaveState leaves in s what a run may leave in its session: settings (one that makes the next
+// transaction read-only among them), a temporary table, a session advisory lock, a LISTEN, a
+// prepared statement and a cursor WITH HOLD.
 func leaveState(t *testing.T, s *sessions.Session) {
 	t.Helper()
 	for _, stmt := range []string{
 		"SELECT set_config('bench.left', 'dirty', false)", "SET work_mem = '7MB'",
 		"CREATE TEMP TABLE scratch (x int)", "SELECT pg_advisory_lock(4242)", "LISTEN left_over",
 		"PREPARE left_over AS SELECT 1", "BEGIN", "DECLARE held CURSOR WITH HOLD FOR SELECT 1", "COMMIT",
+		"SET default_transaction_read_only = on",
 	} {
 		if _, err := s.Conn.Exec(context.Background(), stmt, pgx.QueryExecModeSimpleProtocol); err != nil {
 			t.Fatalf("%s: %v", stmt, err)
@@ -126,13 +128,13 @@ func leaveState(t *testing.T, s *sessions.Session) {
 	}
 }
 
-// leftState returns what the next run on s sees of leaveState's state, reading it in batch (after
-// the reset QueueReset adds, if any), in one transaction as a run is sent; "" when nothing is left.
+// leftState returns what a run on s sees of leaveState's state, reading it as a run is sent (one
+// transaction, the extended protocol); "" when nothing is left.
 func leftState(t *testing.T, s *sessions.Session) string {
 	t.Helper()
 	batch := &pgconn.Batch{}
-	s.QueueReset(batch)
 	batch.ExecParams(`SELECT concat_ws(' ',
+		'read_only=' || nullif(current_setting('transaction_read_only'), 'off'),
 		'setting=' || nullif(current_setting('bench.left', true), ''),
 		'work_mem=' || nullif(current_setting('work_mem'), '4MB'),
 		'temp=' || to_regclass('pg_temp.scratch'),
@@ -158,9 +160,8 @@ func leftState(t *testing.T, s *sessions.Session) string {
 	return string(last.Rows[0][0])
 }
 
-// A session goes back reset, whether it waits idle (reset at once) or is handed straight to the
-// next run of its line (reset in that run's round trip); the reset of a handed-over session that
-// failed with its run is sent again.
+// A session goes back reset, whether it waits idle or is handed straight to the next run of its
+// line, which runs in a transaction of its own as it would on a new session.
 func TestSessionIsResetBetweenRuns(t *testing.T) {
 	t.Parallel()
 	db := cluster.NewDatabase(t)
@@ -178,10 +179,10 @@ func TestSessionIsResetBetweenRuns(t *testing.T) {
 		t.Fatalf("a new session has state: %s", left)
 	}
 	leaveState(t, s1)
-	s1.Release() // nobody waits: reset now
+	s1.Release() // nobody waits: it goes idle
 	s2 := got(t, acquire(t, ctx, p, alice), "the idle session")
-	if s2.PID != s1.PID || s2.NeedsReset {
-		t.Errorf("after an idle wait: session %d (NeedsReset %v), want %d reset", s2.PID, s2.NeedsReset, s1.PID)
+	if s2.PID != s1.PID {
+		t.Errorf("after an idle wait: session %d, want %d", s2.PID, s1.PID)
 	}
 	if left := leftState(t, s2); left != "" {
 		t.Errorf("after an idle wait the session kept %s", left)
@@ -191,15 +192,8 @@ func TestSessionIsResetBetweenRuns(t *testing.T) {
 	next := acquire(t, ctx, p, alice) // waits: the pool lends one session
 	s2.Release()
 	s3 := got(t, next, "the session handed over")
-	if s3.PID != s1.PID || !s3.NeedsReset {
-		t.Fatalf("handed over: session %d (NeedsReset %v), want %d to reset with its run", s3.PID, s3.NeedsReset, s1.PID)
-	}
-	// A run that fails rolls its reset back: the session still needs it.
-	failing := &pgconn.Batch{}
-	s3.QueueReset(failing)
-	failing.ExecParams("SELECT 1 / 0", nil, nil, nil, nil)
-	if _, err := s3.Conn.PgConn().ExecBatch(ctx, failing).ReadAll(); err == nil {
-		t.Fatal("SELECT 1 / 0 did not fail")
+	if s3.PID != s1.PID {
+		t.Fatalf("handed over: session %d, want %d", s3.PID, s1.PID)
 	}
 	if left := leftState(t, s3); left != "" {
 		t.Errorf("the run after the handover saw %s", left)
