@@ -47,12 +47,8 @@ const claimFresh = warmLead + time.Second
 // term's lost signals are looked at first, and a claim ahead that is no longer fresh is confirmed
 // against the lease.
 func (a *dbAgent) fireClaimed(ctx context.Context, records *pgxpool.Pool, t term, fires []dueFire, claimed map[int]claim) error {
-	select {
-	case err := <-t.lostLead:
-		return err
-	case err := <-t.lost:
-		return fmt.Errorf("the database session ended: %w", err)
-	default:
+	if err := context.Cause(ctx); err != nil {
+		return err // the term ends: the lease or the session is lost, or the agent stops
 	}
 	var ids []int
 	var ats []time.Time

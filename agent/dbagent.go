@@ -72,7 +72,7 @@ type dbAgent struct {
 	startupDone atomic.Bool // startup jobs ran in this agent's life
 	anchor      time.Time   // the instant interval schedules count from: the agent's start, or its takeover
 
-	pruned      time.Time    // when old runs were last deleted; the loop's
+	pruned      time.Time    // when old runs were last deleted; the upkeep's
 	foreignRuns bool         // runs of other agents are recorded as running; the loop's
 	foreignBusy map[int]bool // the jobs of those runs; the loop's
 }
@@ -205,7 +205,7 @@ func (a *dbAgent) loop(ctx context.Context, records *pgxpool.Pool, t term) error
 	for {
 		t.progress.Store(time.Now().UnixNano())
 		if ctx.Err() != nil {
-			return ctx.Err()
+			return context.Cause(ctx)
 		}
 		now = a.opt.Clock.Now()
 		if fires := p.due(now); len(fires) > 0 {
@@ -251,13 +251,7 @@ func (a *dbAgent) loop(ctx context.Context, records *pgxpool.Pool, t term) error
 		select {
 		case <-ctx.Done():
 			t.woke(timer)
-			return ctx.Err()
-		case err := <-t.lost:
-			t.woke(timer)
-			return fmt.Errorf("the database session ended: %w", err)
-		case err := <-t.lostLead:
-			t.woke(timer)
-			return err
+			return context.Cause(ctx)
 		case <-t.changes:
 			t.woke(timer)
 			if wait := reloadEvery - time.Since(reloaded); wait > 0 {
@@ -281,9 +275,9 @@ func (a *dbAgent) loop(ctx context.Context, records *pgxpool.Pool, t term) error
 			if err := a.recordPlans(ctx, records, p); err != nil {
 				return err
 			}
-			a.flushPending(ctx, records)
-			if time.Since(a.pruned) > pruneEvery {
-				a.prune(ctx, records)
+			select {
+			case t.upkeepDue <- struct{}{}:
+			default: // due already
 			}
 		case <-recheck:
 			t.woke(timer)

@@ -13,6 +13,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/pgjobs/pgjobs/agent/agentlog"
 	"github.com/pgjobs/pgjobs/sqlschema"
+	"golang.org/x/sync/errgroup"
 )
 
 // watchAfter is how long the loop may be busy before the leader looks for sessions of other roles
@@ -78,66 +79,60 @@ func (a *dbAgent) serve(ctx context.Context, onConnected func()) error {
 	onConnected()
 	a.logf(agentlog.LevelEssential, statusStarting, "active on %s as session %d", cfg.Database, server.PID)
 
-	listenCtx, stopListening := context.WithCancel(context.Background())
-	defer stopListening()
-	term := term{epoch: epoch, termStart: start, changes: make(chan struct{}, 1), pings: make(chan struct{}, 1), lost: make(chan error, 1),
-		lostLead: make(chan error, 1), progress: &atomic.Int64{}}
-	answering := make(chan struct{})
-	go func() {
-		defer close(answering)
-		a.answer(listenCtx, records, term)
-	}()
-	listening := make(chan struct{})
-	go func() {
-		defer close(listening)
-		for {
-			n, err := conn.WaitForNotification(listenCtx)
-			if err != nil {
-				term.lost <- err
-				return
-			}
-			topic := term.changes
-			if n.Channel == "pgjobs_ping" {
-				topic = term.pings
-			}
-			select {
-			case topic <- struct{}{}:
-			default: // already due
-			}
+	return a.runServices(ctx, conn, records, term{epoch: epoch, termStart: start, progress: &atomic.Int64{}})
+}
+
+// errStopping ends a term's services when the agent stops softly, once the runs have ended.
+var errStopping = errors.New("the agent is stopping")
+
+// runServices runs the term's services in one group until one fails, the session is lost, or a soft
+// stop (ctx) has drained the runs: the wake-up dispatcher (the one listener on the leader
+// session), the answers to the standbys, the jobs service and the upkeep of the run history. On a
+// soft stop the leader session and its lease stay until the runs have ended, answering the
+// standbys meanwhile, so that none takes over and starts these jobs again while they go on.
+func (a *dbAgent) runServices(ctx context.Context, conn *pgx.Conn, records *pgxpool.Pool, t term) error {
+	wakeUps := newDispatcher(conn)
+	t.changes, t.pings = wakeUps.topic("pgjobs"), wakeUps.topic("pgjobs_ping")
+	upkeepDue := make(chan struct{}, 1)
+	t.upkeepDue = upkeepDue
+	services, servicesCtx := errgroup.WithContext(context.Background())
+	services.Go(func() error { return wakeUps.listen(servicesCtx) })
+	services.Go(func() error { return a.answer(servicesCtx, records, t) })
+	services.Go(func() error { return a.upkeep(servicesCtx, records, upkeepDue) })
+	services.Go(func() error {
+		jobsCtx, stopJobs := context.WithCancelCause(servicesCtx)
+		defer stopJobs(nil)
+		defer context.AfterFunc(ctx, func() { stopJobs(context.Cause(ctx)) })()
+		err := a.loop(jobsCtx, records, t)
+		if ctx.Err() != nil {
+			t.progress.Store(0) // waiting for the runs: the answers go on
+			a.runs.Wait()
+			return errStopping
 		}
-	}()
-	err = a.loop(ctx, records, term)
-	if err != nil && ctx.Err() == nil && !errors.Is(err, sqlschema.ErrLostLead) {
-		// The session may have been ended by an agent that took the lead from this one.
-		if lease, lookErr := sqlschema.LeaderLook(ctx, records, false); lookErr == nil && lease.Epoch != epoch {
-			err = fmt.Errorf("%w: %v", sqlschema.ErrLostLead, err)
-		}
-	}
-	if ctx.Err() != nil {
-		// A soft stop: hold the leader lease until the runs have ended, answering the standbys
-		// meanwhile, so that none takes over and starts these jobs again while they go on.
-		term.progress.Store(0)
-		a.runs.Wait()
-	}
-	stopListening()
-	<-listening // the connection is the listener's until it returns
-	<-answering
+		return err
+	})
+	err := services.Wait() // the connection is the listener's until then
 	if ctx.Err() != nil {
 		return nil
+	}
+	if err != nil && !errors.Is(err, sqlschema.ErrLostLead) {
+		// The session may have been ended by an agent that took the lead from this one.
+		if lease, lookErr := sqlschema.LeaderLook(ctx, records, false); lookErr == nil && lease.Epoch != t.epoch {
+			err = fmt.Errorf("%w: %v", sqlschema.ErrLostLead, err)
+		}
 	}
 	return err
 }
 
-// term is what a leadership term gives the loop: its epoch, the notifications of the leader
-// session by topic, and the loop's progress, which the answers to the standbys report on.
+// term is what a leadership term gives its services: its epoch, the wake-ups of the leader
+// session by topic, and the jobs loop's progress, which the answers to the standbys report on.
 type term struct {
 	termStart
-	epoch    int64
-	changes  chan struct{} // pgjobs: the jobs changed
-	pings    chan struct{} // pgjobs_ping: a standby asks whether the leader lives
-	lost     chan error    // the leader session ended
-	lostLead chan error    // another agent took the lease (ErrLostLead)
-	progress *atomic.Int64 // when the loop left its wait (Unix ns), 0 while it waits
+	epoch     int64
+	changes   <-chan struct{} // pgjobs: the jobs changed
+	pings     <-chan struct{} // pgjobs_ping: a standby asks whether the leader lives
+	upkeepDue chan<- struct{} // the jobs service wakes the upkeep after its runs
+	progress  *atomic.Int64   // when the loop left its wait (Unix ns), 0 while it waits
 }
 
 // termStart is what a term starts with: whether it is a start for the database (startup jobs run),
@@ -180,13 +175,14 @@ func (t term) busyFor() time.Duration {
 	return time.Since(time.Unix(0, since))
 }
 
-// answer serves the standbys for the term, until ctx ends: it answers their pings, at most once
+// answer serves the standbys for the term, until ctx ends or another agent takes the lease
+// (ErrLostLead): it answers their pings, at most once
 // per wakeEvery however many any role sends, while the loop makes progress (it waits, or has been
 // busy for less than LeaderBusyLimit), and ends the sessions of other roles queued for strong locks on
 // pgjobs' tables when the loop has been busy for watchAfter, warning of prepared transactions
 // that hold locks on them (at the start of the term too). A leader stopped as a whole (SIGSTOP,
 // a paused VM) answers nothing, and is replaced after the standby's LeaderTimeout.
-func (a *dbAgent) answer(ctx context.Context, records *pgxpool.Pool, t term) {
+func (a *dbAgent) answer(ctx context.Context, records *pgxpool.Pool, t term) error {
 	tick := time.NewTicker(watchAfter / 2)
 	defer tick.Stop()
 	var answered, watched time.Time
@@ -196,7 +192,7 @@ func (a *dbAgent) answer(ctx context.Context, records *pgxpool.Pool, t term) {
 	for {
 		select {
 		case <-ctx.Done():
-			return
+			return nil
 		case <-t.pings:
 			if wait := wakeEvery - time.Since(answered); wait > 0 {
 				if answerDue == nil {
@@ -223,8 +219,7 @@ func (a *dbAgent) answer(ctx context.Context, records *pgxpool.Pool, t term) {
 		answered = time.Now()
 		err := sqlschema.LeaderAnswer(ctx, records, t.epoch)
 		if errors.Is(err, sqlschema.ErrLostLead) {
-			t.lostLead <- err
-			return
+			return err
 		}
 		if err != nil && ctx.Err() == nil {
 			a.logf(agentlog.LevelDebug, statusSleeping, "could not answer a standby: %v", err)

@@ -36,6 +36,24 @@ func (a *dbAgent) abandon(ctx context.Context, records *pgxpool.Pool) error {
 	return nil
 }
 
+// upkeep is the term's service that keeps the run history, woken by the jobs service after each
+// minute's runs (wake): it writes the run ends that could not be written before, and deletes the
+// runs older than the retention setting at most once per pruneEvery. It sends no statement while
+// no job runs.
+func (a *dbAgent) upkeep(ctx context.Context, records *pgxpool.Pool, wake <-chan struct{}) error {
+	for {
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-wake:
+		}
+		a.flushPending(ctx, records)
+		if time.Since(a.pruned) > pruneEvery {
+			a.prune(ctx, records)
+		}
+	}
+}
+
 // prune deletes the runs older than the run_retention setting.
 func (a *dbAgent) prune(ctx context.Context, records *pgxpool.Pool) {
 	a.pruned = time.Now()
