@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/pgjobs/pgjobs/agent/agentlog"
 	"github.com/pgjobs/pgjobs/sqlschema"
@@ -90,15 +91,27 @@ func (a *dbAgent) recordsPool() (*pgxpool.Pool, error) {
 	return pool, nil
 }
 
-// openOwnerSession opens a session authenticated as a job owner, reads its identity and warms its
-// run guard.
-func (a *dbAgent) openOwnerSession(ctx context.Context, owner string) (*pgx.Conn, time.Time, error) {
+// ownerConnConfig returns the connection settings of a session of owner, for its runs.
+func (a *dbAgent) ownerConnConfig(owner string) (*pgx.ConnConfig, error) {
 	cfg, err := a.connConfig(owner)
 	if err != nil {
-		return nil, time.Time{}, err
+		return nil, err
 	}
 	cfg.RuntimeParams["application_name"] = applicationName(a.db.ID) + " job"
 	cfg.DefaultQueryExecMode = pgx.QueryExecModeExec // the reset between runs deallocates prepared statements
+	// A run may LISTEN and notify itself: the notifications reach the session when the run commits,
+	// and pgx would keep them until the session closes. Nothing reads them; they are dropped.
+	cfg.OnNotification = func(*pgconn.PgConn, *pgconn.Notification) {}
+	return cfg, nil
+}
+
+// openOwnerSession opens a session authenticated as a job owner, reads its identity and warms its
+// run guard.
+func (a *dbAgent) openOwnerSession(ctx context.Context, owner string) (*pgx.Conn, time.Time, error) {
+	cfg, err := a.ownerConnConfig(owner)
+	if err != nil {
+		return nil, time.Time{}, err
+	}
 	conn, err := pgx.ConnectConfig(ctx, cfg)
 	if err != nil {
 		return nil, time.Time{}, err

@@ -254,17 +254,21 @@ func (s *Session) Release() {
 	ctx, cancel := context.WithTimeout(context.Background(), resetTimeout)
 	_, err := s.Conn.Exec(ctx, resetSQL, pgx.QueryExecModeSimpleProtocol)
 	cancel()
+	// Kept only when the reset committed and left no transaction open.
+	keep := err == nil && s.Conn.PgConn().TxStatus() == 'I'
 	b := s.key.pool.budget
 	b.mu.Lock()
 	defer b.unlock()
-	b.giveBack(s, err == nil)
+	b.giveBack(s, keep)
 	b.dispatch()
 }
 
-// resetSQL resets a session between runs: DISCARD ALL but its DISCARD PLANS, which only frees
-// memory (a cached plan is planned again when what it depends on changes, search_path included)
-// and would make every run plan its guard again: with DISCARD ALL after each, a short run costs the
-// server nearly twice as much. Sent as one query, the statements are one transaction.
+// resetSQL resets a session between runs: DISCARD ALL but its DISCARD PLANS, which would make every
+// run plan its guard again: with DISCARD ALL after each, a short run costs the server nearly twice
+// as much. A cached plan is planned again when what it depends on changes, search_path included;
+// what survives is a date or time literal in a plan of the owner's own functions, read with the
+// TimeZone or DateStyle of the run that planned it (the attacker review's finding: it gives a role
+// nothing it could not do in one run). Sent as one query, the statements are one transaction.
 var resetSQL = strings.Join([]string{
 	"CLOSE ALL",
 	"SET SESSION AUTHORIZATION DEFAULT",

@@ -1,0 +1,27 @@
+package agent
+
+import (
+	"testing"
+
+	"github.com/jackc/pgx/v5"
+)
+
+// An owner session keeps none of the notifications its runs receive (the attacker review: a run
+// that notifies itself would otherwise pile them up in the agent's memory for the session's life),
+// and no prepared statement of pgx's cache, which the reset between runs deallocates.
+func TestOwnerSessionsKeepNoNotificationsNorCachedStatements(t *testing.T) {
+	a := &dbAgent{db: Database{ID: 7, DSN: "host=/tmp dbname=sales"}}
+	cfg, err := a.ownerConnConfig("alice")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cfg.User != "alice" {
+		t.Errorf("user %q, want alice", cfg.User)
+	}
+	if cfg.OnNotification == nil {
+		t.Error("OnNotification is nil: pgx keeps every notification a run receives until the session closes")
+	}
+	if cfg.DefaultQueryExecMode != pgx.QueryExecModeExec {
+		t.Errorf("DefaultQueryExecMode %v, want QueryExecModeExec: the reset deallocates pgx's cached statements", cfg.DefaultQueryExecMode)
+	}
+}
