@@ -135,6 +135,9 @@ func (b *Budget) lendable() int {
 // after it has read the server's connection limit, so this is a fallback.
 const unknownSize = 10
 
+// ownerLimit is how many of the budget's sessions one owner may hold. b.mu is held.
+func (b *Budget) ownerLimit() int { return share(b.lendable()) }
+
 // share is how many of limit sessions one owner may hold: all but one when there are two or more.
 func share(limit int) int {
 	if limit >= 2 {
@@ -167,12 +170,13 @@ func (b *Budget) room(k key) (evict *Session, ok bool) {
 		return nil, false
 	}
 	limit := b.lendable()
-	ownerFull := b.byOwner[k.owner] >= share(limit)
+	ownerFull := b.byOwner[k.owner] >= b.ownerLimit()
 	if !ownerFull && b.open < limit && !time.Now().Before(b.fullUntil) {
 		return nil, true
 	}
+	now := time.Now()
 	for _, s := range b.idle { // the oldest first
-		if s.key != k && (!ownerFull || s.key.owner == k.owner) {
+		if s.key != k && (!ownerFull || s.key.owner == k.owner) && !now.Before(s.keepUntil) {
 			return s, true
 		}
 	}
@@ -216,6 +220,7 @@ func (b *Budget) takeIdle(k key) *Session {
 	for i := len(b.idle) - 1; i >= 0; i-- {
 		if s := b.idle[i]; s.key == k {
 			b.idle = append(b.idle[:i], b.idle[i+1:]...)
+			s.keepUntil = time.Time{} // it serves its fire
 			b.lend(k)
 			return s
 		}

@@ -36,26 +36,40 @@ func (b *Budget) idleTimeout() time.Duration {
 	return 5 * time.Minute
 }
 
-// Warm opens sessions of owner ahead of a fire until n are idle, as far as the budget has room
-// without closing other sessions, no run waits, and the pool stays within an even share of the
-// budget among the pools. It returns when they are open.
+// keepWarmed is how long a session warmed for a fire is kept from other lines: the other database
+// agents' runs of the same minute close no session a fire is about to use.
+const keepWarmed = 5 * time.Second
+
+// Warm opens sessions of owner ahead of a fire until n are idle, as far as no run waits and the
+// pool stays within an even share of the budget among the pools; these n are kept for the fire
+// for keepWarmed. When the budget is full, it
+// closes for each an idle session of a pool holding more than its share: sessions move between
+// databases ahead of a busy minute, not at it. It returns when they are open.
 func (p *Pool) Warm(ctx context.Context, owner string, n int) {
 	b := p.budget
 	k := key{p, owner}
 	b.mu.Lock()
 	permits := 0
 	if len(b.turns) == 0 && !p.closed {
-		n = min(n, max(1, b.lendable()/max(1, b.pools))-p.lent)
+		share := max(1, b.lendable()/max(1, b.pools))
+		n = min(n, share-p.lent)
 		for _, s := range b.idle {
-			if s.key == k {
+			if s.key == k && n > 0 {
+				s.keepUntil = time.Now().Add(keepWarmed)
 				n--
 			}
 		}
 		for ; permits < n; permits++ {
-			if evict, ok := b.room(k); !ok || evict != nil {
+			evict, ok := b.room(k)
+			if !ok {
 				break
 			}
-			b.permit(k, nil)
+			if evict != nil {
+				if evict = b.overShare(k, share); evict == nil {
+					break
+				}
+			}
+			b.permit(k, evict)
 		}
 	}
 	b.unlock()
@@ -77,10 +91,28 @@ func (p *Pool) Warm(ctx context.Context, owner string, n int) {
 				return
 			}
 			b.giveBack(s, true)
+			s.keepUntil = time.Now().Add(keepWarmed)
 			b.dispatch()
 		}()
 	}
 	opening.Wait()
+}
+
+// overShare returns the oldest idle session line k may close to open its own, of a pool that holds
+// more than share sessions (lent or idle); nil when there is none. b.mu is held.
+func (b *Budget) overShare(k key, share int) *Session {
+	held := map[*Pool]int{}
+	for _, s := range b.idle {
+		held[s.key.pool]++
+	}
+	ownerFull := b.byOwner[k.owner] >= b.ownerLimit()
+	now := time.Now()
+	for _, s := range b.idle { // the oldest first
+		if s.key.pool != k.pool && held[s.key.pool]+s.key.pool.lent > share && (!ownerFull || s.key.owner == k.owner) && !now.Before(s.keepUntil) {
+			return s
+		}
+	}
+	return nil
 }
 
 // Reset closes the pool's idle sessions: after an outage they may be as dead as the leader's.

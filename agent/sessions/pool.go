@@ -39,6 +39,7 @@ type Session struct {
 
 	key       key
 	idleSince time.Time
+	keepUntil time.Time // warmed for a fire: no other line closes it before then
 }
 
 // NewPool returns a pool lending at most max sessions at once from b, opened with open within ctx.

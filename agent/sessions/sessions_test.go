@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -77,40 +78,6 @@ func whoami(t *testing.T, s *sessions.Session) string {
 	return user
 }
 
-func TestSessionIsReusedByItsOwnerAndReset(t *testing.T) {
-	t.Parallel()
-	db := cluster.NewDatabase(t)
-	alice := cluster.NewRole(t, "alice", db)
-	b := sessions.NewBudget(4)
-	p := b.NewPool(context.Background(), 8, opener(cluster, db))
-	defer p.Close()
-	ctx := context.Background()
-	s1, err := p.Acquire(ctx, alice, sessions.Hooks{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := s1.Conn.Exec(ctx, "SET work_mem = '7MB'"); err != nil {
-		t.Fatal(err)
-	}
-	pid := s1.PID
-	s1.Release()
-	s2, err := p.Acquire(ctx, alice, sessions.Hooks{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s2.Release()
-	if s2.PID != pid {
-		t.Errorf("second run of %s got session %d, want the idle one %d", alice, s2.PID, pid)
-	}
-	var workMem string
-	if err := s2.Conn.QueryRow(ctx, "SHOW work_mem").Scan(&workMem); err != nil {
-		t.Fatal(err)
-	}
-	if workMem == "7MB" {
-		t.Errorf("the session kept the previous run's setting work_mem = %s: it was not reset", workMem)
-	}
-}
-
 // leaveState leaves in s what a run may leave in its session: settings (one that makes the next
 // transaction read-only among them), a temporary table, a session advisory lock, a LISTEN, a
 // prepared statement and a cursor WITH HOLD.
@@ -160,8 +127,8 @@ func leftState(t *testing.T, s *sessions.Session) string {
 	return string(last.Rows[0][0])
 }
 
-// A session goes back reset, whether it waits idle or is handed straight to the next run of its
-// line, which runs in a transaction of its own as it would on a new session.
+// An owner's next run gets the session its previous run used, reset, whether the session waited
+// idle or went straight to the next run of its line: that run sees nothing of the previous one.
 func TestSessionIsResetBetweenRuns(t *testing.T) {
 	t.Parallel()
 	db := cluster.NewDatabase(t)
@@ -306,6 +273,93 @@ func TestBusyLinesKeepTheirSessions(t *testing.T) {
 	for _, q := range append(q1[1:], q2[1:]...) {
 		got(t, q, "the rest").Release()
 	}
+}
+
+// Warming ahead of a fire moves idle sessions from a database holding more than its share of the
+// budget to one holding fewer, so that neither opens a session at the minute.
+func TestWarmMovesIdleSessionsToTheirShare(t *testing.T) {
+	t.Parallel()
+	db1, db2 := cluster.NewDatabase(t), cluster.NewDatabase(t)
+	alice := cluster.NewRole(t, "alice", db1)
+	var opened atomic.Int32
+	counting := func(o sessions.Opener) sessions.Opener {
+		return func(ctx context.Context, owner string) (*pgx.Conn, time.Time, error) {
+			opened.Add(1)
+			return o(ctx, owner)
+		}
+	}
+	b := sessions.NewBudget(5) // alice may hold 4; an even share is 2 a database
+	p1 := b.NewPool(context.Background(), 32, counting(opener(cluster, db1)))
+	p2 := b.NewPool(context.Background(), 32, counting(opener(cluster, db2)))
+	defer p1.Close()
+	defer p2.Close()
+	ctx := context.Background()
+	var held []*sessions.Session
+	for range 4 {
+		held = append(held, got(t, acquire(t, ctx, p1, alice), "db1"))
+	}
+	for _, s := range held {
+		s.Release() // db1 holds 4 idle: over its share
+	}
+	p2.Warm(ctx, alice, 5)
+	if n := opened.Load(); n != 6 {
+		t.Fatalf("%d sessions opened, want 4 for db1 and 2 warmed for db2 (its share)", n)
+	}
+	// Both databases' runs now find their sessions open: none waits, none opens one.
+	var runs []*sessions.Session
+	for _, p := range []*sessions.Pool{p1, p2} {
+		for range 2 {
+			s, err := p.Acquire(ctx, alice, sessions.Hooks{Waiting: func(int) { t.Error("a run waited after warming") }})
+			if err != nil {
+				t.Fatal(err)
+			}
+			runs = append(runs, s)
+		}
+	}
+	if n := opened.Load(); n != 6 {
+		t.Errorf("%d sessions opened at the minute, want none after warming", n-6)
+	}
+	for _, s := range runs {
+		s.Release()
+	}
+}
+
+// A session warmed for a fire is kept for it: another database's run of the same minute waits
+// rather than closing it.
+func TestWarmedSessionIsKeptForItsFire(t *testing.T) {
+	t.Parallel()
+	db1, db2 := cluster.NewDatabase(t), cluster.NewDatabase(t)
+	alice := cluster.NewRole(t, "alice", db1)
+	var opened atomic.Int32
+	counting := func(o sessions.Opener) sessions.Opener {
+		return func(ctx context.Context, owner string) (*pgx.Conn, time.Time, error) {
+			opened.Add(1)
+			return o(ctx, owner)
+		}
+	}
+	b := sessions.NewBudget(3) // alice may hold 2
+	p1 := b.NewPool(context.Background(), 32, counting(opener(cluster, db1)))
+	p2 := b.NewPool(context.Background(), 32, counting(opener(cluster, db2)))
+	defer p1.Close()
+	defer p2.Close()
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	p1.Warm(ctx, alice, 1)
+	first := got(t, acquire(t, ctx, p2, alice), "db2's first run")
+	second := acquire(t, ctx, p2, alice) // alice holds 2: this one may only close db1's warmed session
+	if n := opened.Load(); n != 2 {
+		t.Fatalf("%d sessions opened, want the warmed one and db2's first", n)
+	}
+	s1, err := p1.Acquire(ctx, alice, sessions.Hooks{Waiting: func(int) { t.Error("db1's fire waited: its warmed session was taken") }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := opened.Load(); n != 2 {
+		t.Errorf("%d sessions opened, want none after warming", n)
+	}
+	s1.Release()
+	first.Release()
+	got(t, second, "db2's second run, after a release").Release()
 }
 
 // A run whose context ends while it waits leaves its line; what it would have had goes to the next.
