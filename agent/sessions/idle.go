@@ -51,7 +51,7 @@ func (p *Pool) Warm(ctx context.Context, owner string, n int) {
 	b.mu.Lock()
 	permits := 0
 	if len(b.turns) == 0 && !p.closed {
-		share := max(1, b.lendable()/max(1, b.pools))
+		share := max(1, (b.lendable()+b.pools-1)/max(1, b.pools)) // rounded up: the whole budget is warmed
 		n = min(n, share-p.lent)
 		for _, s := range b.idle {
 			if s.key == k && n > 0 {
