@@ -52,6 +52,9 @@ type Options struct {
 	// statement of the agent ends within its statement_timeout) before the agent stops answering
 	// the standbys, which then take over; 0 means 15 s.
 	LeaderBusyLimit time.Duration
+	// OnEvent, when not nil, is called on each change of a database agent's state (Event), with
+	// the database's id, after the change is logged: a hook for tests.
+	OnEvent func(id int, e Event)
 	// OnReload, when not nil, is called after each reload of a database agent's jobs on a change
 	// notification, with the database's id: a hook for tests.
 	OnReload func(id int)

@@ -105,6 +105,102 @@ func eventually(t *testing.T, timeout time.Duration, what string, cond func() bo
 	return true
 }
 
+// agentOutput is what a test sees of an agent it started: its log and its events.
+type agentOutput struct {
+	lockedBuffer
+	*events
+}
+
+// events records the events of the database agents under test (Options.OnEvent), so that a test
+// waits for one through the hook, not for log text.
+type events struct {
+	mu      sync.Mutex
+	seen    map[dbEvent]int
+	changed chan struct{} // closed and replaced at each event
+}
+
+type dbEvent struct {
+	id int
+	e  agent.Event
+}
+
+func newEvents() *events { return &events{seen: map[dbEvent]int{}, changed: make(chan struct{})} }
+
+// record is the Options.OnEvent hook.
+func (e *events) record(id int, ev agent.Event) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	e.seen[dbEvent{id, ev}]++
+	close(e.changed)
+	e.changed = make(chan struct{})
+}
+
+// count returns how many times database agent id had event ev.
+func (e *events) count(id int, ev agent.Event) int {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return e.seen[dbEvent{id, ev}]
+}
+
+// wait waits for database agent id's event ev, for at most timeout, and reports whether it came.
+func (e *events) wait(t *testing.T, id int, ev agent.Event, timeout time.Duration) bool {
+	t.Helper()
+	deadline := time.NewTimer(timeout)
+	defer deadline.Stop()
+	for {
+		e.mu.Lock()
+		n, changed := e.seen[dbEvent{id, ev}], e.changed
+		e.mu.Unlock()
+		if n > 0 {
+			return true
+		}
+		select {
+		case <-changed:
+		case <-deadline.C:
+			t.Logf("gave up after %s waiting for database agent %d to be %s", timeout, id, ev)
+			return false
+		}
+	}
+}
+
+// waitEither waits for event ev of database agent 1 of any of the agents whose events are given,
+// for at most timeout, and reports whether it came.
+func waitEither(t *testing.T, ev agent.Event, timeout time.Duration, agents ...*events) bool {
+	t.Helper()
+	deadline := time.NewTimer(timeout)
+	defer deadline.Stop()
+	for {
+		done := make(chan struct{})
+		changed := make(chan struct{}, len(agents))
+		seen := false
+		for _, e := range agents {
+			e.mu.Lock()
+			n, c := e.seen[dbEvent{1, ev}], e.changed
+			e.mu.Unlock()
+			seen = seen || n > 0
+			go func() {
+				select {
+				case <-c:
+					changed <- struct{}{}
+				case <-done:
+				}
+			}()
+		}
+		if seen {
+			close(done)
+			return true
+		}
+		select {
+		case <-changed:
+			close(done)
+		case <-deadline.C:
+			close(done)
+			t.Logf("gave up after %s waiting for an agent to be %s", timeout, ev)
+			return false
+		}
+	}
+}
+
 // lockedBuffer collects log output from many goroutines.
 type lockedBuffer struct {
 	mu  sync.Mutex
@@ -128,15 +224,15 @@ var agentNumber atomic.Int64
 
 // startAgent runs a master agent on the databases with a fake clock at t0 and stops it when the
 // test ends.
-func startAgent(t *testing.T, clock agent.Clock, dbs ...testDB) (*agent.Master, *lockedBuffer) {
+func startAgent(t *testing.T, clock agent.Clock, dbs ...testDB) (*agent.Master, *agentOutput) {
 	t.Helper()
 	return startAgentWith(t, clock, nil, dbs...)
 }
 
 // startAgentWith is startAgent with options changed by configure, when not nil.
-func startAgentWith(t *testing.T, clock agent.Clock, configure func(*agent.Options), dbs ...testDB) (*agent.Master, *lockedBuffer) {
+func startAgentWith(t *testing.T, clock agent.Clock, configure func(*agent.Options), dbs ...testDB) (*agent.Master, *agentOutput) {
 	t.Helper()
-	logs := &lockedBuffer{}
+	logs := &agentOutput{events: newEvents()}
 	logger := slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
 	opt := agent.Options{
 		Clock:    clock,
@@ -146,6 +242,7 @@ func startAgentWith(t *testing.T, clock agent.Clock, configure func(*agent.Optio
 		RetryMin: 50 * time.Millisecond,
 		RetryMax: 200 * time.Millisecond,
 		Logger:   func(id, level int) *slog.Logger { return logger.With("db", id) },
+		OnEvent:  logs.record,
 	}
 	if configure != nil {
 		configure(&opt)
@@ -217,7 +314,7 @@ func TestJobCreatedWhileSleepingFires(t *testing.T) {
 	db := newTestDB(t)
 	clock := fakeclock.New(t0)
 	_, logs := startAgent(t, clock, db)
-	if !eventually(t, 10*time.Second, "the agent to sleep", func() bool { return strings.Contains(logs.String(), "no job to fire") }) {
+	if !logs.wait(t, 1, agent.EventIdle, 10*time.Second) {
 		t.Fatal("the agent never slept")
 	}
 	db.exec(t, "SELECT pgj_create_schedule('At03', 'D 03'), pgj_create_job('Late', 'note(''Late'')', null, 'At03')")
@@ -384,7 +481,7 @@ func TestDatabaseOutage(t *testing.T) {
 		t.Fatal(err)
 	}
 	if !eventually(t, 20*time.Second, "the agent to recover", func() bool {
-		if strings.Contains(logs.String(), "database reachable again") {
+		if logs.count(1, agent.EventReachable) > 0 {
 			return true
 		}
 		// The retry pauses run on the agent's clock. 400 ms per 20 ms poll keeps it at 20 s a
@@ -466,7 +563,7 @@ func TestOneDatabaseDownLeavesTheOtherAlone(t *testing.T) {
 		t.Fatal(err)
 	}
 	if !eventually(t, 20*time.Second, "the agent of the database that was down to recover", func() bool {
-		if strings.Contains(logs.String(), "db=1 status=starting") && strings.Contains(logs.String(), "database reachable again") {
+		if logs.count(1, agent.EventReachable) > 0 {
 			return true
 		}
 		clock.Advance(40 * time.Millisecond) // 40 ms every 20 ms poll: the clock goes at 2 s per second

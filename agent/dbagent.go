@@ -110,6 +110,7 @@ func (a *dbAgent) run(ctx context.Context) {
 			connected = true
 			if !outageSince.IsZero() {
 				a.logf(agentlog.LevelEssential, statusStarting, "database reachable again after %s", a.opt.Clock.Now().Sub(outageSince).Round(time.Second))
+				a.event(EventReachable)
 				outageSince = time.Time{}
 			}
 			retry = a.opt.RetryMin
@@ -121,6 +122,7 @@ func (a *dbAgent) run(ctx context.Context) {
 			// Not an outage: this agent was stopped or hung long enough for a standby to take
 			// over. Its claims failed, so it fired nothing the new leader owns.
 			a.logf(agentlog.LevelEssential, statusWaiting, "lost the lead: another agent took over while this one did not answer; standing by")
+			a.event(EventLostLead)
 			continue
 		}
 		a.resetPools() // their sessions may be as dead as the leader's
@@ -245,6 +247,7 @@ func (a *dbAgent) loop(ctx context.Context, records *pgxpool.Pool, t term) error
 			}
 		} else if !sleepLogged.IsZero() || !idleLogged {
 			a.logf(agentlog.LevelDebug, statusSleeping, "no job to fire; sleeping until a change")
+			a.event(EventIdle)
 			sleepLogged, idleLogged = time.Time{}, true
 		}
 		t.progress.Store(0)

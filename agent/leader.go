@@ -78,6 +78,7 @@ func (a *dbAgent) lead(ctx context.Context, conn *pgx.Conn) (int64, *string, err
 		}
 		if !standingBy {
 			a.logf(agentlog.LevelEssential, statusWaiting, "another agent is active on this database (session %d); standing by to take over", *lease.PID)
+			a.event(EventStandingBy)
 			standingBy = true
 			continue // ping it now
 		}
@@ -110,6 +111,7 @@ func (a *dbAgent) take(ctx context.Context, conn *pgx.Conn, lease sqlschema.Leas
 	}
 	if standingBy {
 		a.logf(agentlog.LevelEssential, statusStarting, "taking over as the active agent")
+		a.event(EventTakingOver)
 	}
 	return epoch, old.Agent, true, nil
 }
@@ -150,6 +152,7 @@ func (a *dbAgent) endIntruders(ctx context.Context, conn *pgx.Conn) error {
 	for _, s := range found {
 		if s.Ended {
 			a.logf(agentlog.LevelError, statusWaiting, "warning: ended session %d of role %s: it held or waited for a lock on the agent's tables, which only the agent's roles may take", s.PID, s.Role)
+			a.event(EventIntruder)
 		} else {
 			a.logf(agentlog.LevelError, statusWaiting, "warning: session %d of role %s holds or waits for a lock on the agent's tables and could not be ended within 5 s", s.PID, s.Role)
 		}

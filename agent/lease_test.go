@@ -63,11 +63,12 @@ func TestQueuedLockOnTheLeaseIsEnded(t *testing.T) {
 			if err := <-queued; err == nil {
 				t.Fatal("alice's CREATE RULE went through")
 			}
-			want := "ended session"
+			want, event := "ended session", agent.EventIntruder
 			if prepared {
 				want = `the prepared transaction \"alice lease\" of role ` + alice + ` holds a lock on pgjobs.pgj_leader_` // as the text log quotes it
+				event = agent.EventPreparedLock
 			}
-			if !eventually(t, 10*time.Second, "the warning", func() bool { return strings.Contains(logs.String(), want) }) {
+			if !logs.wait(t, 1, event, 10*time.Second) || !strings.Contains(logs.String(), want) {
 				t.Fatalf("no warning %q:\n%s", want, logs)
 			}
 		})
@@ -87,11 +88,11 @@ func TestQueuedLocksDoNotDeposeALiveLeader(t *testing.T) {
 	ctx := context.Background()
 	clock := fakeclock.New(t0)
 	_, logsA := startAgent(t, clock, db) // the default LeaderPing 2 s and LeaderTimeout 8 s
-	if !eventually(t, 10*time.Second, "A to lead", func() bool { return strings.Contains(logsA.String(), "active on") }) {
+	if !logsA.wait(t, 1, agent.EventActive, 10*time.Second) {
 		t.Fatal("A does not lead")
 	}
 	_, logsB := startAgent(t, clock, db)
-	if !eventually(t, 10*time.Second, "B to stand by", func() bool { return strings.Contains(logsB.String(), "standing by") }) {
+	if !logsB.wait(t, 1, agent.EventStandingBy, 10*time.Second) {
 		t.Fatal("B does not stand by")
 	}
 	tables := []string{"pgj_job_", "pgj_schedule_", "pgj_job_schedule_", "pgj_fire_", "pgj_run_"}
@@ -144,12 +145,10 @@ func TestQueuedLocksDoNotDeposeALiveLeader(t *testing.T) {
 			}
 		}
 	}
-	if strings.Contains(logsB.String(), "left pings unanswered") || strings.Contains(logsB.String(), "taking over") {
+	if logsB.count(1, agent.EventTakingOver) > 0 {
 		t.Fatalf("alice made the standby depose a live leader:\n%s", logsB)
 	}
-	if !eventually(t, 10*time.Second, "an agent to say it ended alice's waiters", func() bool {
-		return strings.Contains(logsA.String()+logsB.String(), "ended session")
-	}) {
+	if !waitEither(t, agent.EventIntruder, 10*time.Second, logsA.events, logsB.events) {
 		t.Fatalf("no agent ended alice's waiters:\n%s\n%s", logsA, logsB)
 	}
 }
@@ -204,7 +203,7 @@ func TestDeposedLeaderFiresNothing(t *testing.T) {
 	clockA.Set(t0.Add(time.Minute))
 	released.Store(true)
 	close(release)
-	if !eventually(t, 10*time.Second, "the old leader to notice", func() bool { return strings.Contains(logsA.String(), "lost the lead") }) {
+	if !logsA.wait(t, 1, agent.EventLostLead, 10*time.Second) {
 		t.Fatalf("the old leader did not notice it lost the lead:\n%s", logsA)
 	}
 	if got := db.runs(t); strings.Join(got, ";") != "Tick missed 10:01" || calls(t, db) != "" {
@@ -222,11 +221,11 @@ func TestSoftStopKeepsTheLead(t *testing.T) {
 	clock := fakeclock.New(t0)
 	fast := func(o *agent.Options) { o.LeaderPing, o.LeaderTimeout = 100*time.Millisecond, 1500*time.Millisecond }
 	mA, logsA := startAgentWith(t, clock, fast, db)
-	if !eventually(t, 10*time.Second, "A to lead", func() bool { return strings.Contains(logsA.String(), "active on") }) {
+	if !logsA.wait(t, 1, agent.EventActive, 10*time.Second) {
 		t.Fatal("A does not lead")
 	}
 	_, logsB := startAgentWith(t, clock, fast, db)
-	if !eventually(t, 10*time.Second, "B to stand by", func() bool { return strings.Contains(logsB.String(), "standing by") }) {
+	if !logsB.wait(t, 1, agent.EventStandingBy, 10*time.Second) {
 		t.Fatal("B does not stand by")
 	}
 	mustSleepUntil(t, clock, t0.Add(58*time.Second))
@@ -244,10 +243,10 @@ func TestSoftStopKeepsTheLead(t *testing.T) {
 		t.Fatal("A's run does not start")
 	}
 	mA.Stop(20 * time.Second) // soft: returns once the run has ended, about 4 s, over twice B's timeout
-	if strings.Contains(logsB.String(), "taking") {
+	if logsB.count(1, agent.EventTakingOver) > 0 {
 		t.Fatalf("B took the lead while A's run went on:\n%s", logsB)
 	}
-	if !eventually(t, 10*time.Second, "B to take over", func() bool { return strings.Contains(logsB.String(), "taking over") }) {
+	if !logsB.wait(t, 1, agent.EventTakingOver, 10*time.Second) {
 		t.Fatal("B did not take over after A stopped")
 	}
 }

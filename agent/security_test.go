@@ -195,7 +195,7 @@ func TestNoRoleCanHoldTheLead(t *testing.T) {
 	if c := calls(t, db); strings.Contains(c, "escalated") {
 		t.Fatal("the agent called a function alice put in public, as the superuser")
 	}
-	if strings.Contains(logs.String(), "standing by") {
+	if logs.count(1, agent.EventStandingBy) > 0 {
 		t.Fatalf("the agent stood by for alice:\n%s", logs)
 	}
 }
@@ -244,7 +244,7 @@ func TestLiveLeaderKeepsTheLead(t *testing.T) {
 	db := newTestDB(t)
 	fast := func(o *agent.Options) { o.LeaderPing, o.LeaderTimeout = 100*time.Millisecond, 2500*time.Millisecond }
 	_, firstLogs := startAgentWith(t, fakeclock.New(t0), fast, db)
-	if !eventually(t, 10*time.Second, "the first agent to lead", func() bool { return strings.Contains(firstLogs.String(), "active on") }) {
+	if !firstLogs.wait(t, 1, agent.EventActive, 10*time.Second) {
 		t.Fatal("the first agent does not lead")
 	}
 	_, secondLogs := startAgentWith(t, fakeclock.New(t0), fast, db)
@@ -501,9 +501,7 @@ func TestQueuedLockOnTheAgentsTablesIsEnded(t *testing.T) {
 	if err := <-queued; err == nil {
 		t.Fatal("alice's CREATE RULE went through")
 	}
-	if !eventually(t, 10*time.Second, "the warning", func() bool {
-		return strings.Contains(logs.String(), "of role "+alice+": it held or waited for a lock on the agent's tables")
-	}) {
+	if !logs.wait(t, 1, agent.EventIntruder, 10*time.Second) || !strings.Contains(logs.String(), "of role "+alice+": it held or waited for a lock on the agent's tables") {
 		t.Fatalf("no warning naming %s in the log:\n%s", alice, logs)
 	}
 }

@@ -78,6 +78,7 @@ func (a *dbAgent) serve(ctx context.Context, onConnected func()) error {
 	a.prune(ctx, records)
 	onConnected()
 	a.logf(agentlog.LevelEssential, statusStarting, "active on %s as session %d", cfg.Database, server.PID)
+	a.event(EventActive)
 
 	return a.runServices(ctx, conn, records, term{epoch: epoch, termStart: start, progress: &atomic.Int64{}})
 }
@@ -241,6 +242,7 @@ func (a *dbAgent) warnPreparedLocks(ctx context.Context, q sqlschema.DB, warned 
 		}
 		warned[p.GID+"\x00"+p.Table] = true
 		a.logf(agentlog.LevelError, statusStarting, "warning: the prepared transaction %q of role %s holds a lock on pgjobs.%s, which blocks schema upgrades: a superuser ends it with ROLLBACK PREPARED", p.GID, p.Owner, p.Table)
+		a.event(EventPreparedLock)
 	}
 }
 

@@ -1,0 +1,45 @@
+package agent
+
+// Event is a change of a database agent's state, told to Options.OnEvent.
+type Event int
+
+// The events of a database agent.
+const (
+	EventActive       Event = iota + 1 // it leads the database: its jobs fire
+	EventStandingBy                    // another agent leads the database; this one stands by
+	EventTakingOver                    // it takes the lead from another agent
+	EventLostLead                      // another agent took the lead from it
+	EventReachable                     // the database is reachable again after an outage
+	EventIdle                          // no job is planned: it sleeps until a change
+	EventIntruder                      // it ended a session of a role that locked the agent's tables
+	EventPreparedLock                  // it warned of a prepared transaction locking the agent's tables
+)
+
+func (e Event) String() string {
+	switch e {
+	case EventActive:
+		return "active"
+	case EventStandingBy:
+		return "standing by"
+	case EventTakingOver:
+		return "taking over"
+	case EventLostLead:
+		return "lost the lead"
+	case EventReachable:
+		return "reachable again"
+	case EventIdle:
+		return "idle"
+	case EventIntruder:
+		return "ended an intruder"
+	case EventPreparedLock:
+		return "warned of a prepared lock"
+	}
+	return "unknown event"
+}
+
+// event tells Options.OnEvent, if set, that the database agent's state changed.
+func (a *dbAgent) event(e Event) {
+	if a.opt.OnEvent != nil {
+		a.opt.OnEvent(a.db.ID, e)
+	}
+}
