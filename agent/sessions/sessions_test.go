@@ -43,6 +43,14 @@ func opener(c *pgtest.Cluster, database string) sessions.Opener {
 	}
 }
 
+// counted is o counting the sessions it opens in n.
+func counted(o sessions.Opener, n *atomic.Int32) sessions.Opener {
+	return func(ctx context.Context, owner string) (*pgx.Conn, time.Time, error) {
+		n.Add(1)
+		return o(ctx, owner)
+	}
+}
+
 // acquire asks for a session of owner and returns a channel that receives it once granted.
 func acquire(t *testing.T, ctx context.Context, p *sessions.Pool, owner string) <-chan *sessions.Session {
 	t.Helper()
@@ -282,12 +290,7 @@ func TestWarmMovesIdleSessionsToTheirShare(t *testing.T) {
 	db1, db2 := cluster.NewDatabase(t), cluster.NewDatabase(t)
 	alice := cluster.NewRole(t, "alice", db1)
 	var opened atomic.Int32
-	counting := func(o sessions.Opener) sessions.Opener {
-		return func(ctx context.Context, owner string) (*pgx.Conn, time.Time, error) {
-			opened.Add(1)
-			return o(ctx, owner)
-		}
-	}
+	counting := func(o sessions.Opener) sessions.Opener { return counted(o, &opened) }
 	b := sessions.NewBudget(6) // alice may hold 5; an even share is 3 a database
 	p1 := b.NewPool(context.Background(), 32, counting(opener(cluster, db1)))
 	p2 := b.NewPool(context.Background(), 32, counting(opener(cluster, db2)))
@@ -332,12 +335,7 @@ func TestWarmedSessionIsKeptForItsFire(t *testing.T) {
 	db1, db2 := cluster.NewDatabase(t), cluster.NewDatabase(t)
 	alice := cluster.NewRole(t, "alice", db1)
 	var opened atomic.Int32
-	counting := func(o sessions.Opener) sessions.Opener {
-		return func(ctx context.Context, owner string) (*pgx.Conn, time.Time, error) {
-			opened.Add(1)
-			return o(ctx, owner)
-		}
-	}
+	counting := func(o sessions.Opener) sessions.Opener { return counted(o, &opened) }
 	b := sessions.NewBudget(3) // alice may hold 2
 	p1 := b.NewPool(context.Background(), 32, counting(opener(cluster, db1)))
 	p2 := b.NewPool(context.Background(), 32, counting(opener(cluster, db2)))
