@@ -591,13 +591,44 @@ func TestLeaderSessionLostDuringARun(t *testing.T) {
 	if !eventually(t, 10*time.Second, "the run to show as running", func() bool { return strings.Contains(strings.Join(db.runs(t), ";"), "Long running") }) {
 		t.Fatal("the run never showed as running")
 	}
-	db.exec(t, "SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = current_database() AND query = 'LISTEN pgjobs'")
+	endLeaderSession(t, db)
 	var got string
 	if !eventually(t, 10*time.Second, "the run to end ok", func() bool {
 		got = strings.Join(db.runs(t), ";")
 		return got == "Long ok startup"
 	}) {
 		t.Fatalf("runs = %s, want Long ok startup", got)
+	}
+}
+
+// endLeaderSession ends the agent's own sessions on db (its leader session and its history
+// sessions), not those of the runs.
+func endLeaderSession(t *testing.T, db testDB) {
+	t.Helper()
+	var ended int
+	if err := db.conn.QueryRow(context.Background(), "SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity WHERE datname = current_database() AND application_name = 'pgjobsagent 1'").Scan(&ended); err != nil || ended == 0 {
+		t.Fatalf("ended %d of the agent's sessions: %v", ended, err)
+	}
+}
+
+// A run waiting for a session when the leader session is lost waits on: the term's end is no stop
+// of the agent, and the run starts once a session is free.
+func TestWaitingRunOutlivesItsTerm(t *testing.T) {
+	t.Parallel()
+	db := newTestDB(t)
+	db.exec(t, "SELECT pgj_create_startup_job('A', 'slow(''A'', 1.5)'), pgj_create_startup_job('B', 'slow(''B'', 1.5)')")
+	// 4 sessions: the leader's and two for the history leave one for runs.
+	_, logs := startAgentWith(t, fakeclock.New(t0), func(o *agent.Options) { o.Sessions = 4 }, db)
+	if !eventually(t, 10*time.Second, "one run to go on and the other to wait", func() bool {
+		return strings.Contains(strings.Join(db.runs(t), ";"), " running") && strings.Contains(logs.String(), "waiting for a session")
+	}) {
+		t.Fatalf("runs = %v", db.runs(t))
+	}
+	endLeaderSession(t, db)
+	got := db.waitRuns(t, 2)
+	slices.Sort(got)
+	if strings.Join(got, ";") != "A ok startup;B ok startup" {
+		t.Fatalf("runs = %v, want both ok: the waiting run gave up when the term ended", got)
 	}
 }
 

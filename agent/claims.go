@@ -102,7 +102,7 @@ func (a *dbAgent) fireClaimed(ctx context.Context, records *pgxpool.Pool, t term
 			continue
 		}
 		at := f.at
-		a.fire(ctx, f.job.ownedBy(owner), &at)
+		a.fire(t.stop, f.job.ownedBy(owner), &at)
 	}
 	return nil
 }

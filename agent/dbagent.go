@@ -177,7 +177,7 @@ func (a *dbAgent) loop(ctx context.Context, records *pgxpool.Pool, t term) error
 	if t.runStartup {
 		for _, j := range p.startupJobs() {
 			run := *j // a copy: a reload changes the planner's job while the run goes on
-			a.fire(ctx, &run, nil)
+			a.fire(t.stop, &run, nil)
 		}
 	}
 	// Any role may NOTIFY pgjobs: the reloads the notifications ask for are coalesced, at most

@@ -80,7 +80,7 @@ func (a *dbAgent) serve(ctx context.Context, onConnected func()) error {
 	a.logf(agentlog.LevelEssential, statusStarting, "active on %s as session %d", cfg.Database, server.PID)
 	a.event(EventActive)
 
-	return a.runServices(ctx, conn, records, term{epoch: epoch, termStart: start, progress: &atomic.Int64{}})
+	return a.runServices(ctx, conn, records, term{epoch: epoch, termStart: start, stop: ctx, progress: &atomic.Int64{}})
 }
 
 // errStopping ends a term's services when the agent stops softly, once the runs have ended.
@@ -130,6 +130,7 @@ func (a *dbAgent) runServices(ctx context.Context, conn *pgx.Conn, records *pgxp
 type term struct {
 	termStart
 	epoch     int64
+	stop      context.Context // the agent's: it ends on a stop, when runs waiting for a session give up
 	changes   <-chan struct{} // pgjobs: the jobs changed
 	pings     <-chan struct{} // pgjobs_ping: a standby asks whether the leader lives
 	upkeepDue chan<- struct{} // the jobs service wakes the upkeep after its runs

@@ -23,6 +23,8 @@ import (
 type Budget struct {
 	// IdleTimeout is how long a session lent before may stay open unused; 0 means 5 min.
 	IdleTimeout time.Duration
+	// KeepWarmed is how long a session warmed for a fire is kept from other lines; 0 means 5 s.
+	KeepWarmed time.Duration
 
 	mu         sync.Mutex
 	size       int               // the sessions in all; 0 until known
@@ -228,15 +230,14 @@ func (b *Budget) takeIdle(k key) *Session {
 	return nil
 }
 
-// dropIdle takes s off the idle sessions, and reports whether it was there. b.mu is held.
-func (b *Budget) dropIdle(s *Session) bool {
+// dropIdle takes s off the idle sessions. b.mu is held.
+func (b *Budget) dropIdle(s *Session) {
 	for i, t := range b.idle {
 		if t == s {
 			b.idle = append(b.idle[:i], b.idle[i+1:]...)
-			return true
+			return
 		}
 	}
-	return false
 }
 
 // dispatch serves the lines while any can be served, one session at a time, each to the neediest

@@ -26,6 +26,27 @@ func (b *Budget) armIdleTimer() {
 			b.closing = append(b.closing, s.Conn)
 		}
 		b.armIdleTimer()
+		b.dispatch() // a closed session makes room
+	})
+}
+
+// keepWarmed is how long a session warmed for a fire is kept from other lines: the other database
+// agents' runs of the same minute close no session a fire is about to use.
+func (b *Budget) keepWarmed() time.Duration {
+	if b.KeepWarmed > 0 {
+		return b.KeepWarmed
+	}
+	return 5 * time.Second
+}
+
+// keep keeps s for its fire, and serves the lines once it is no longer kept: a run waiting for
+// room then closes it if its fire did not take it. b.mu is held.
+func (b *Budget) keep(s *Session) {
+	s.keepUntil = time.Now().Add(b.keepWarmed())
+	time.AfterFunc(b.keepWarmed(), func() {
+		b.mu.Lock()
+		defer b.unlock()
+		b.dispatch()
 	})
 }
 
@@ -36,13 +57,9 @@ func (b *Budget) idleTimeout() time.Duration {
 	return 5 * time.Minute
 }
 
-// keepWarmed is how long a session warmed for a fire is kept from other lines: the other database
-// agents' runs of the same minute close no session a fire is about to use.
-const keepWarmed = 5 * time.Second
-
 // Warm opens sessions of owner ahead of a fire until n are idle, as far as no run waits and the
 // pool stays within an even share of the budget among the pools; these n are kept for the fire
-// for keepWarmed. When the budget is full, it
+// for KeepWarmed. When the budget is full, it
 // closes for each an idle session of a pool holding more than its share: sessions move between
 // databases ahead of a busy minute, not at it. It returns when they are open.
 func (p *Pool) Warm(ctx context.Context, owner string, n int) {
@@ -55,7 +72,7 @@ func (p *Pool) Warm(ctx context.Context, owner string, n int) {
 		n = min(n, share-p.lent)
 		for _, s := range b.idle {
 			if s.key == k && n > 0 {
-				s.keepUntil = time.Now().Add(keepWarmed)
+				b.keep(s)
 				n--
 			}
 		}
@@ -91,7 +108,7 @@ func (p *Pool) Warm(ctx context.Context, owner string, n int) {
 				return
 			}
 			b.giveBack(s, true)
-			s.keepUntil = time.Now().Add(keepWarmed)
+			b.keep(s)
 			b.dispatch()
 		}()
 	}

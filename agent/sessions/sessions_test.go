@@ -361,6 +361,30 @@ func TestWarmedSessionIsKeptForItsFire(t *testing.T) {
 	got(t, second, "db2's second run, after a release").Release()
 }
 
+// A session warmed for a fire that did not take it (its job was dropped meanwhile, say) goes to a
+// run waiting for room once it is no longer kept.
+func TestUnusedWarmedSessionIsFreedWhenNoLongerKept(t *testing.T) {
+	t.Parallel()
+	db1, db2 := cluster.NewDatabase(t), cluster.NewDatabase(t)
+	alice := cluster.NewRole(t, "alice", db1)
+	b := sessions.NewBudget(1)
+	b.KeepWarmed = 300 * time.Millisecond
+	p1 := b.NewPool(context.Background(), 32, opener(cluster, db1))
+	p2 := b.NewPool(context.Background(), 32, opener(cluster, db2))
+	defer p1.Close()
+	defer p2.Close()
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	p1.Warm(ctx, alice, 1)
+	waiting := acquire(t, ctx, p2, alice) // the budget's one session is db1's, kept
+	select {
+	case s := <-waiting:
+		t.Fatalf("db2's run took session %d while db1's fire kept it", s.PID)
+	default:
+	}
+	got(t, waiting, "db2's run once db1's warmed session is no longer kept").Release()
+}
+
 // A run whose context ends while it waits leaves its line; what it would have had goes to the next.
 func TestGivingUpLeavesTheLine(t *testing.T) {
 	t.Parallel()
