@@ -53,7 +53,7 @@ type Options struct {
 	// the standbys, which then take over; 0 means 15 s.
 	LeaderBusyLimit time.Duration
 	// OnEvent, when not nil, is called on each change of a database agent's state (Event), with
-	// the database's id, after the change is logged: a hook for tests.
+	// the database's id: a hook for tests.
 	OnEvent func(id int, e Event)
 	// OnReload, when not nil, is called after each reload of a database agent's jobs on a change
 	// notification, with the database's id: a hook for tests.

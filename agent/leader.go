@@ -101,6 +101,9 @@ func (a *dbAgent) take(ctx context.Context, conn *pgx.Conn, lease sqlschema.Leas
 	if err != nil || !ok {
 		return 0, nil, false, err
 	}
+	if standingBy {
+		a.event(EventTakingOver) // the lease is taken: told before the old leader is deposed
+	}
 	if hung {
 		a.logf(agentlog.LevelError, statusStarting, "warning: the active agent (session %d) left pings unanswered for %s: taking the lead from it", *lease.PID, a.opt.LeaderTimeout)
 		if ended, err := sqlschema.LeaderDepose(ctx, conn, old); err != nil {
@@ -111,7 +114,6 @@ func (a *dbAgent) take(ctx context.Context, conn *pgx.Conn, lease sqlschema.Leas
 	}
 	if standingBy {
 		a.logf(agentlog.LevelEssential, statusStarting, "taking over as the active agent")
-		a.event(EventTakingOver)
 	}
 	return epoch, old.Agent, true, nil
 }
