@@ -1,0 +1,121 @@
+package sessions_test
+
+import (
+	"context"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/pgjobs/pgjobs/agent/sessions"
+)
+
+// counted is o counting the sessions it opens in n.
+func counted(o sessions.Opener, n *atomic.Int32) sessions.Opener {
+	return func(ctx context.Context, owner string) (*pgx.Conn, time.Time, error) {
+		n.Add(1)
+		return o(ctx, owner)
+	}
+}
+
+// Warming ahead of a fire moves idle sessions from a database holding more than its share of the
+// budget to one holding fewer, so that neither opens a session at the minute.
+func TestWarmMovesIdleSessionsToTheirShare(t *testing.T) {
+	t.Parallel()
+	db1, db2 := cluster.NewDatabase(t), cluster.NewDatabase(t)
+	alice := cluster.NewRole(t, "alice", db1)
+	var opened atomic.Int32
+	counting := func(o sessions.Opener) sessions.Opener { return counted(o, &opened) }
+	b := sessions.NewBudget(6) // alice may hold 5; an even share is 3 a database
+	p1 := b.NewPool(context.Background(), 32, counting(opener(cluster, db1)))
+	p2 := b.NewPool(context.Background(), 32, counting(opener(cluster, db2)))
+	defer p1.Close()
+	defer p2.Close()
+	ctx := context.Background()
+	var held []*sessions.Session
+	for range 5 {
+		held = append(held, got(t, acquire(t, ctx, p1, alice), "db1"))
+	}
+	for _, s := range held {
+		s.Release() // db1 holds 5 idle: over its share
+	}
+	p2.Warm(ctx, alice, 5)
+	// db2 takes db1's sessions over its share; alice's limit keeps the last for other owners.
+	if n := opened.Load(); n != 7 {
+		t.Fatalf("%d sessions opened, want 5 for db1 and 2 warmed for db2", n)
+	}
+	// Both databases' runs now find their sessions open: none waits, none opens one.
+	var runs []*sessions.Session
+	for _, p := range []*sessions.Pool{p1, p2} {
+		for range 2 {
+			s, err := p.Acquire(ctx, alice, sessions.Hooks{Waiting: func(int) { t.Error("a run waited after warming") }})
+			if err != nil {
+				t.Fatal(err)
+			}
+			runs = append(runs, s)
+		}
+	}
+	if n := opened.Load(); n != 7 {
+		t.Errorf("%d sessions opened at the minute, want none after warming", n-7)
+	}
+	for _, s := range runs {
+		s.Release()
+	}
+}
+
+// A session warmed for a fire is kept for it: another database's run of the same minute waits
+// rather than closing it.
+func TestWarmedSessionIsKeptForItsFire(t *testing.T) {
+	t.Parallel()
+	db1, db2 := cluster.NewDatabase(t), cluster.NewDatabase(t)
+	alice := cluster.NewRole(t, "alice", db1)
+	var opened atomic.Int32
+	counting := func(o sessions.Opener) sessions.Opener { return counted(o, &opened) }
+	b := sessions.NewBudget(3) // alice may hold 2
+	p1 := b.NewPool(context.Background(), 32, counting(opener(cluster, db1)))
+	p2 := b.NewPool(context.Background(), 32, counting(opener(cluster, db2)))
+	defer p1.Close()
+	defer p2.Close()
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	p1.Warm(ctx, alice, 1)
+	first := got(t, acquire(t, ctx, p2, alice), "db2's first run")
+	second := acquire(t, ctx, p2, alice) // alice holds 2: this one may only close db1's warmed session
+	if n := opened.Load(); n != 2 {
+		t.Fatalf("%d sessions opened, want the warmed one and db2's first", n)
+	}
+	s1, err := p1.Acquire(ctx, alice, sessions.Hooks{Waiting: func(int) { t.Error("db1's fire waited: its warmed session was taken") }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := opened.Load(); n != 2 {
+		t.Errorf("%d sessions opened, want none after warming", n)
+	}
+	s1.Release()
+	first.Release()
+	got(t, second, "db2's second run, after a release").Release()
+}
+
+// A session warmed for a fire that did not take it (its job was dropped meanwhile, say) goes to a
+// run waiting for room once it is no longer kept.
+func TestUnusedWarmedSessionIsFreedWhenNoLongerKept(t *testing.T) {
+	t.Parallel()
+	db1, db2 := cluster.NewDatabase(t), cluster.NewDatabase(t)
+	alice := cluster.NewRole(t, "alice", db1)
+	b := sessions.NewBudget(1)
+	b.KeepWarmed = 300 * time.Millisecond
+	p1 := b.NewPool(context.Background(), 32, opener(cluster, db1))
+	p2 := b.NewPool(context.Background(), 32, opener(cluster, db2))
+	defer p1.Close()
+	defer p2.Close()
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	p1.Warm(ctx, alice, 1)
+	waiting := acquire(t, ctx, p2, alice) // the budget's one session is db1's, kept
+	select {
+	case s := <-waiting:
+		t.Fatalf("db2's run took session %d while db1's fire kept it", s.PID)
+	default:
+	}
+	got(t, waiting, "db2's run once db1's warmed session is no longer kept").Release()
+}
