@@ -18,19 +18,26 @@ func counted(o sessions.Opener, n *atomic.Int32) sessions.Opener {
 	}
 }
 
+// twoDatabases returns alice and the pools of two new databases in b, counting the sessions they
+// open in opened; the pools close when the test ends.
+func twoDatabases(t *testing.T, b *sessions.Budget) (alice string, p1, p2 *sessions.Pool, opened *atomic.Int32) {
+	t.Helper()
+	db1, db2 := cluster.NewDatabase(t), cluster.NewDatabase(t)
+	alice = cluster.NewRole(t, "alice", db1)
+	opened = &atomic.Int32{}
+	p1 = b.NewPool(context.Background(), 32, counted(opener(cluster, db1), opened))
+	p2 = b.NewPool(context.Background(), 32, counted(opener(cluster, db2), opened))
+	t.Cleanup(p1.Close)
+	t.Cleanup(p2.Close)
+	return alice, p1, p2, opened
+}
+
 // Warming ahead of a fire moves idle sessions from a database holding more than its share of the
 // budget to one holding fewer, so that neither opens a session at the minute.
 func TestWarmMovesIdleSessionsToTheirShare(t *testing.T) {
 	t.Parallel()
-	db1, db2 := cluster.NewDatabase(t), cluster.NewDatabase(t)
-	alice := cluster.NewRole(t, "alice", db1)
-	var opened atomic.Int32
-	counting := func(o sessions.Opener) sessions.Opener { return counted(o, &opened) }
 	b := sessions.NewBudget(6) // alice may hold 5; an even share is 3 a database
-	p1 := b.NewPool(context.Background(), 32, counting(opener(cluster, db1)))
-	p2 := b.NewPool(context.Background(), 32, counting(opener(cluster, db2)))
-	defer p1.Close()
-	defer p2.Close()
+	alice, p1, p2, opened := twoDatabases(t, b)
 	ctx := context.Background()
 	var held []*sessions.Session
 	for range 5 {
@@ -67,15 +74,8 @@ func TestWarmMovesIdleSessionsToTheirShare(t *testing.T) {
 // rather than closing it.
 func TestWarmedSessionIsKeptForItsFire(t *testing.T) {
 	t.Parallel()
-	db1, db2 := cluster.NewDatabase(t), cluster.NewDatabase(t)
-	alice := cluster.NewRole(t, "alice", db1)
-	var opened atomic.Int32
-	counting := func(o sessions.Opener) sessions.Opener { return counted(o, &opened) }
 	b := sessions.NewBudget(3) // alice may hold 2
-	p1 := b.NewPool(context.Background(), 32, counting(opener(cluster, db1)))
-	p2 := b.NewPool(context.Background(), 32, counting(opener(cluster, db2)))
-	defer p1.Close()
-	defer p2.Close()
+	alice, p1, p2, opened := twoDatabases(t, b)
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	p1.Warm(ctx, alice, 1)
@@ -100,14 +100,9 @@ func TestWarmedSessionIsKeptForItsFire(t *testing.T) {
 // run waiting for room once it is no longer kept.
 func TestUnusedWarmedSessionIsFreedWhenNoLongerKept(t *testing.T) {
 	t.Parallel()
-	db1, db2 := cluster.NewDatabase(t), cluster.NewDatabase(t)
-	alice := cluster.NewRole(t, "alice", db1)
 	b := sessions.NewBudget(1)
 	b.KeepWarmed = 300 * time.Millisecond
-	p1 := b.NewPool(context.Background(), 32, opener(cluster, db1))
-	p2 := b.NewPool(context.Background(), 32, opener(cluster, db2))
-	defer p1.Close()
-	defer p2.Close()
+	alice, p1, p2, _ := twoDatabases(t, b)
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	p1.Warm(ctx, alice, 1)
