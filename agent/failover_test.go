@@ -21,6 +21,7 @@ import (
 	"github.com/pgjobs/pgjobs/agent/agentlog"
 	"github.com/pgjobs/pgjobs/internal/fakeclock"
 	"github.com/pgjobs/pgjobs/internal/pgtest"
+	"github.com/pgjobs/pgjobs/internal/syncbuf"
 	"github.com/pgjobs/pgjobs/sqlschema"
 )
 
@@ -223,7 +224,7 @@ func newTestDBOn(t *testing.T, c *pgtest.Cluster) testDB {
 // backoff, and stops it when the test ends. It returns the agent's name and its log records.
 func startAgentOn(t *testing.T, clock agent.Clock, dsn string) (string, *logRecords) {
 	t.Helper()
-	text := &lockedBuffer{}
+	text := &syncbuf.Buffer{}
 	logs := &logRecords{}
 	logger := slog.New(recordingHandler{slog.NewTextHandler(text, &slog.HandlerOptions{Level: slog.LevelDebug}), logs})
 	name := fmt.Sprintf("test %s %d", t.Name(), agentNumber.Add(1))

@@ -1,7 +1,6 @@
 package agent_test
 
 import (
-	"bytes"
 	"context"
 	"fmt"
 	"log/slog"
@@ -13,6 +12,7 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/pgjobs/pgjobs/agent"
 	"github.com/pgjobs/pgjobs/internal/fakeclock"
+	"github.com/pgjobs/pgjobs/internal/syncbuf"
 	"github.com/pgjobs/pgjobs/sqlschema"
 )
 
@@ -99,7 +99,7 @@ func eventually(t *testing.T, timeout time.Duration, what string, cond func() bo
 
 // agentOutput is what a test sees of an agent it started: its log and its events.
 type agentOutput struct {
-	lockedBuffer
+	syncbuf.Buffer
 	*events
 }
 
@@ -191,24 +191,6 @@ func waitEither(t *testing.T, ev agent.Event, timeout time.Duration, agents ...*
 			return false
 		}
 	}
-}
-
-// lockedBuffer collects log output from many goroutines.
-type lockedBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *lockedBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *lockedBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
 }
 
 // agentNumber names the test agents apart.

@@ -1,7 +1,6 @@
 package agentlog
 
 import (
-	"bytes"
 	"context"
 	"log/slog"
 	"os"
@@ -11,6 +10,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/pgjobs/pgjobs/internal/syncbuf"
 )
 
 // testClock is an Options.Now that moves only when the test says.
@@ -29,29 +30,6 @@ func (c *testClock) advance(d time.Duration) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.now = c.now.Add(d)
-}
-
-// lockedBuffer is an Options.Errors safe for concurrent use.
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (b *lockedBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.b.Write(p)
-}
-
-// lines returns the lines written so far, each without its newline.
-func (b *lockedBuffer) lines() []string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	s := strings.TrimSuffix(b.b.String(), "\n")
-	if s == "" {
-		return nil
-	}
-	return strings.Split(s, "\n")
 }
 
 // write passes a record of the clock's time to h.Handle and returns its error.
@@ -112,7 +90,7 @@ func TestReportUnusableLog(t *testing.T) {
 			t.Parallel()
 			dir, wantErr := tt.setup(t, t.TempDir())
 			clock := &testClock{now: time.Date(2024, 3, 30, 12, 0, 0, 0, time.UTC)}
-			var reports lockedBuffer
+			var reports syncbuf.Buffer
 			h, err := New(Options{Dir: dir, Agent: "7", Location: time.UTC, Errors: &reports, Now: clock.Now})
 			if err != nil {
 				t.Fatalf("New: %v", err)
@@ -140,7 +118,7 @@ func TestReportUnusableLog(t *testing.T) {
 					}
 				}
 				want = append(want, s.want...)
-				if got := reports.lines(); !slices.Equal(got, want) {
+				if got := reports.Lines(); !slices.Equal(got, want) {
 					t.Fatalf("step %d: reports\n%s\nwant\n%s", i, strings.Join(got, "\n"), strings.Join(want, "\n"))
 				}
 			}
@@ -148,7 +126,7 @@ func TestReportUnusableLog(t *testing.T) {
 				t.Fatalf("Close: %v", err)
 			}
 			want = append(want, "agentlog: log of agent 7: 2 more failures since the last report, the last: "+wantErr)
-			if got := reports.lines(); !slices.Equal(got, want) {
+			if got := reports.Lines(); !slices.Equal(got, want) {
 				t.Fatalf("after Close, reports\n%s\nwant\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
 			}
 		})
@@ -164,14 +142,14 @@ func TestReportOpen(t *testing.T) {
 			t.Parallel()
 			dir, wantErr := tt.setup(t, t.TempDir())
 			clock := &testClock{now: time.Date(2024, 3, 30, 12, 0, 0, 0, time.UTC)}
-			var reports lockedBuffer
+			var reports syncbuf.Buffer
 			h := newHandler(t, Options{Dir: dir, Agent: "7", Location: time.UTC, Errors: &reports, Now: clock.Now})
 			if err := h.Open(); err == nil || err.Error() != "agentlog: "+wantErr {
 				t.Fatalf("Open error = %v, want agentlog: %s", err, wantErr)
 			}
 			want := []string{"agentlog: log of agent 7: cannot write, log lines are lost: " + wantErr +
 				" (further failures are reported at most once per 1m0s)"}
-			if got := reports.lines(); !slices.Equal(got, want) {
+			if got := reports.Lines(); !slices.Equal(got, want) {
 				t.Fatalf("reports %q, want %q", got, want)
 			}
 		})
@@ -180,7 +158,7 @@ func TestReportOpen(t *testing.T) {
 		t.Parallel()
 		root := t.TempDir()
 		clock := &testClock{now: time.Date(2024, 3, 30, 23, 30, 0, 0, time.UTC)}
-		var reports lockedBuffer
+		var reports syncbuf.Buffer
 		h := newHandler(t, Options{Dir: root, Agent: "7", Location: berlin(t), Errors: &reports, Now: clock.Now})
 		if err := h.Open(); err != nil {
 			t.Fatalf("Open: %v", err)
@@ -189,7 +167,7 @@ func TestReportOpen(t *testing.T) {
 		if got := fileNames(t, filepath.Join(root, "7")); !slices.Equal(got, []string{"2024.03.31.log"}) {
 			t.Fatalf("files %q, want the empty day file of 31 March", got)
 		}
-		if got := reports.lines(); got != nil {
+		if got := reports.Lines(); got != nil {
 			t.Fatalf("reports %q, want none", got)
 		}
 	})
@@ -202,7 +180,7 @@ func TestReportWrittenAgain(t *testing.T) {
 	root := t.TempDir()
 	touch(t, root, "7")
 	clock := &testClock{now: time.Date(2024, 3, 30, 12, 0, 0, 0, time.UTC)}
-	var reports lockedBuffer
+	var reports syncbuf.Buffer
 	h := newHandler(t, Options{Dir: root, Agent: "7", Location: time.UTC, Errors: &reports, Now: clock.Now})
 	for range 3 {
 		if err := write(h, clock, "lost"); err == nil {
@@ -216,7 +194,7 @@ func TestReportWrittenAgain(t *testing.T) {
 	if err := write(h, clock, "kept 1"); err != nil {
 		t.Fatalf("Handle after the fix: %v", err)
 	}
-	if got := reports.lines(); len(got) != 1 {
+	if got := reports.Lines(); len(got) != 1 {
 		t.Fatalf("reports %q, want the first failure's only", got)
 	}
 	clock.advance(50 * time.Second)
@@ -227,7 +205,7 @@ func TestReportWrittenAgain(t *testing.T) {
 	if err := write(h, clock, "kept 3"); err != nil {
 		t.Fatalf("Handle after the fix: %v", err)
 	}
-	got := reports.lines()
+	got := reports.Lines()
 	name := filepath.Join(root, "7", "2024.03.30.log")
 	wantLast := "agentlog: log of agent 7: written again (2 more failures since the last report, the last: write " +
 		name + ": error getting log file info: stat " + name + ": not a directory)"

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bytes"
 	"context"
 	"fmt"
 	"os"
@@ -10,12 +9,12 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
 
 	"github.com/pgjobs/pgjobs/internal/pgtest"
+	"github.com/pgjobs/pgjobs/internal/syncbuf"
 	"github.com/pgjobs/pgjobs/sqlschema"
 )
 
@@ -69,31 +68,13 @@ func enabled(t *testing.T, level int) (db, conf string) {
 // agentProcess is a running pgjobsagent.
 type agentProcess struct {
 	cmd    *exec.Cmd
-	stderr *syncBuffer
+	stderr *syncbuf.Buffer
 	logDir string
-}
-
-// syncBuffer is the agent's standard error, which tests read while the agent runs.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (b *syncBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.b.Write(p)
-}
-
-func (b *syncBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.b.String()
 }
 
 func startAgent(t *testing.T, conf string, extra ...string) *agentProcess {
 	t.Helper()
-	p := &agentProcess{stderr: &syncBuffer{}, logDir: filepath.Join(t.TempDir(), "log")}
+	p := &agentProcess{stderr: &syncbuf.Buffer{}, logDir: filepath.Join(t.TempDir(), "log")}
 	p.cmd = exec.Command(binary, append([]string{"--config", conf, "--log-dir", p.logDir, "--grace", "2s"}, extra...)...)
 	p.cmd.Stderr = p.stderr
 	if err := p.cmd.Start(); err != nil {
