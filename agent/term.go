@@ -178,11 +178,11 @@ func (t term) busyFor() time.Duration {
 }
 
 // answer serves the standbys for the term, until ctx ends or another agent takes the lease
-// (ErrLostLead): it answers their pings, at most once
-// per wakeEvery however many any role sends, while the loop makes progress (it waits, or has been
-// busy for less than LeaderBusyLimit), and ends the sessions of other roles queued for strong locks on
-// pgjobs' tables when the loop has been busy for watchAfter, warning of prepared transactions
-// that hold locks on them (at the start of the term too). A leader stopped as a whole (SIGSTOP,
+// (ErrLostLead): it answers their pings, at most once per wakeEvery however many any role sends,
+// while the loop makes progress (it waits, or has been busy for less than LeaderBusyLimit), and
+// ends the sessions of other roles queued for strong locks on pgjobs' tables when the loop has been
+// busy for watchAfter, warning of prepared transactions that hold locks on them (at the start of
+// the term too). A leader stopped as a whole (SIGSTOP,
 // a paused VM) answers nothing, and is replaced after the standby's LeaderTimeout.
 func (a *dbAgent) answer(ctx context.Context, records *pgxpool.Pool, t term) error {
 	tick := time.NewTicker(watchAfter / 2)

@@ -39,6 +39,7 @@ type Budget struct {
 	turns      []key             // the lines in the order they take turns
 	turn       int               // the index in turns of the next line to serve
 	idleTimer  *time.Timer       // closes the sessions idle too long
+	keepTimer  *time.Timer       // serves the lines when a warmed session is kept no longer
 	closing    []*pgx.Conn       // sessions to close once the lock is released
 	refusals   int               // opens the server refused since it last accepted one
 	fullUntil  time.Time         // no session is opened before then: the server refused the last

@@ -43,10 +43,30 @@ func (b *Budget) keepWarmed() time.Duration {
 // room then closes it if its fire did not take it. b.mu is held.
 func (b *Budget) keep(s *Session) {
 	s.keepUntil = time.Now().Add(b.keepWarmed())
-	time.AfterFunc(b.keepWarmed(), func() {
+	b.armKeepTimer()
+}
+
+// armKeepTimer makes sure the lines are served when the earliest kept idle session is kept no
+// longer; every keep lasts as long, so a later one never needs the timer sooner. b.mu is held.
+func (b *Budget) armKeepTimer() {
+	if b.keepTimer != nil {
+		return
+	}
+	var until time.Time
+	for _, s := range b.idle {
+		if s.keepUntil.After(time.Now()) && (until.IsZero() || s.keepUntil.Before(until)) {
+			until = s.keepUntil
+		}
+	}
+	if until.IsZero() {
+		return
+	}
+	b.keepTimer = time.AfterFunc(time.Until(until), func() {
 		b.mu.Lock()
 		defer b.unlock()
+		b.keepTimer = nil
 		b.dispatch()
+		b.armKeepTimer()
 	})
 }
 
@@ -59,9 +79,9 @@ func (b *Budget) idleTimeout() time.Duration {
 
 // Warm opens sessions of owner ahead of a fire until n are idle, as far as no run waits and the
 // pool stays within an even share of the budget among the pools; these n are kept for the fire
-// for KeepWarmed. When the budget is full, it
-// closes for each an idle session of a pool holding more than its share: sessions move between
-// databases ahead of a busy minute, not at it. It returns when they are open.
+// for KeepWarmed. When the budget is full, it closes for each an idle session of a pool holding
+// more than its share: sessions move between databases ahead of a busy minute, not at it. It
+// returns when they are open.
 func (p *Pool) Warm(ctx context.Context, owner string, n int) {
 	b := p.budget
 	k := key{p, owner}

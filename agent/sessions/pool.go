@@ -246,7 +246,7 @@ func (b *Budget) unlend(k key) {
 	}
 }
 
-// Release gives the session back after a run: it is reset (ResetStatements, one round trip, a
+// Release gives the session back after a run: it is reset (resetSQL, one round trip, a
 // transaction of its own), so that no run sees another's settings, temporary tables, locks or
 // notifications, and lent to the next run in line or kept for the next run of its owner. A session
 // whose reset fails is closed. The reset commits before the next run starts: a setting that governs
