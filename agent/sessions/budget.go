@@ -3,12 +3,10 @@ package sessions
 
 import (
 	"context"
-	"errors"
 	"sync"
 	"time"
 
 	"github.com/jackc/pgx/v5"
-	"github.com/jackc/pgx/v5/pgconn"
 )
 
 // Budget is the most sessions the agent keeps open on one server (host and port), shared by the
@@ -27,23 +25,24 @@ type Budget struct {
 	KeepWarmed time.Duration
 
 	mu         sync.Mutex
-	size       int               // the sessions in all; 0 until known
-	configured bool              // size was set by the configuration, not read from the server
-	fixed      int               // sessions reserved outside the lending
-	open       int               // lent or idle sessions, and those being opened
-	byOwner    map[string]int    // open of each owner
-	lentBy     map[string]int    // lent of each owner, in all pools
-	pools      int               // pools open: warming takes no more than a share each
-	idle       []*Session        // open and unused, oldest first
-	lines      map[key][]*waiter // runs waiting, by owner and database
-	turns      []key             // the lines in the order they take turns
-	turn       int               // the index in turns of the next line to serve
-	idleTimer  *time.Timer       // closes the sessions idle too long
-	keepTimer  *time.Timer       // serves the lines when a warmed session is kept no longer
-	closing    []*pgx.Conn       // sessions to close once the lock is released
-	refusals   int               // opens the server refused since it last accepted one
-	fullUntil  time.Time         // no session is opened before then: the server refused the last
-	retry      *time.Timer       // serves the lines again at fullUntil
+	size       int                 // the sessions in all; 0 until known
+	configured bool                // size was set by the configuration, not read from the server
+	fixed      int                 // sessions reserved outside the lending
+	open       int                 // lent or idle sessions, and those being opened
+	byOwner    map[string]int      // open of each owner
+	lentBy     map[string]int      // lent of each owner, in all pools
+	pools      int                 // pools open: warming takes no more than a share each
+	idle       []*Session          // open and unused, oldest first
+	lines      map[key][]*waiter   // runs waiting, by owner and database
+	turns      []key               // the lines in the order they take turns
+	turn       int                 // the index in turns of the next line to serve
+	idleTimer  *time.Timer         // closes the sessions idle too long
+	keepTimer  *time.Timer         // serves the lines when a warmed session is kept no longer
+	closing    []*pgx.Conn         // sessions to close once the lock is released
+	server     backoff             // after the server refused sessions for want of slots
+	ownerPause map[string]*backoff // after it refused an owner's sessions: the role's connection limit
+	retry      *time.Timer         // serves the lines again when a pause ends
+	retryAt    time.Time           // when retry fires
 }
 
 // key names a line: the runs of one owner in one database.
@@ -68,7 +67,7 @@ type grant struct {
 // NewBudget returns a budget of size sessions; 0 means a share of the server's connections, set by
 // Learn once a database agent has connected.
 func NewBudget(size int) *Budget {
-	return &Budget{size: size, configured: size > 0, byOwner: map[string]int{}, lentBy: map[string]int{}, lines: map[key][]*waiter{}}
+	return &Budget{size: size, configured: size > 0, byOwner: map[string]int{}, lentBy: map[string]int{}, lines: map[key][]*waiter{}, ownerPause: map[string]*backoff{}}
 }
 
 // DefaultShare is the share of the connections a server accepts from ordinary roles that the agent
@@ -174,7 +173,10 @@ func (b *Budget) room(k key) (evict *Session, ok bool) {
 	}
 	limit := b.lendable()
 	ownerFull := b.byOwner[k.owner] >= b.ownerLimit()
-	if !ownerFull && b.open < limit && !time.Now().Before(b.fullUntil) {
+	if b.paused(k) {
+		return nil, false // the role's or the database's connection limit: closing no other session helps
+	}
+	if !ownerFull && b.open < limit && !time.Now().Before(b.server.until) {
 		return nil, true
 	}
 	now := time.Now()
@@ -343,18 +345,4 @@ func (b *Budget) closeIdleOver() {
 		b.closed(s.key.owner)
 		b.closing = append(b.closing, s.Conn)
 	}
-}
-
-// Refused reports whether err is the server refusing a session for want of connection slots, or
-// because it is starting up or shutting down: a run waits and tries again rather than failing.
-func Refused(err error) bool {
-	var pgErr *pgconn.PgError
-	if !errors.As(err, &pgErr) {
-		return false
-	}
-	switch pgErr.Code {
-	case "53300", "57P03": // too_many_connections, cannot_connect_now
-		return true
-	}
-	return false
 }

@@ -122,7 +122,7 @@ func (p *Pool) Warm(ctx context.Context, owner string, n int) {
 				b.unlend(k)
 				b.closed(owner)
 				if Refused(err) {
-					b.refused()
+					b.refused(k, err)
 				}
 				b.dispatch()
 				return

@@ -29,6 +29,7 @@ type Pool struct {
 	lent   int            // sessions lent, and being opened
 	lentBy map[string]int // lent of each owner
 	closed bool
+	pause  backoff // after the server refused its sessions: the database's connection limit
 }
 
 // Session is a session of a job owner lent to a run.
@@ -135,7 +136,7 @@ func (p *Pool) Acquire(ctx context.Context, owner string, hooks Hooks) (*Session
 		b.closed(owner)
 		refused := Refused(err) && ctx.Err() == nil && p.ctx.Err() == nil
 		if refused {
-			b.refused()
+			b.refused(k, err)
 		}
 		b.dispatch()
 		b.unlock()
@@ -182,27 +183,9 @@ func (p *Pool) openSession(ctx context.Context, owner string) (*Session, error) 
 		return nil, err
 	}
 	p.budget.mu.Lock()
-	p.budget.refusals = 0
+	p.budget.accepted(key{p, owner})
 	p.budget.mu.Unlock()
 	return &Session{Conn: conn, PID: conn.PgConn().PID(), Start: start, key: key{p, owner}}, nil
-}
-
-// refused backs off after the server refused a session: no session is opened for a while, 10 ms
-// doubling to 1 s while refusals go on, and then the lines are served again. b.mu is held.
-func (b *Budget) refused() {
-	backoff := min(10*time.Millisecond<<min(b.refusals, 7), time.Second)
-	b.refusals++
-	b.fullUntil = time.Now().Add(backoff)
-	if b.retry == nil {
-		b.retry = time.AfterFunc(backoff, func() {
-			b.mu.Lock()
-			b.retry = nil
-			b.dispatch()
-			b.unlock()
-		})
-	} else {
-		b.retry.Reset(backoff)
-	}
 }
 
 // cancel takes a waiter whose run gave up off its line, or gives back what it was granted. b.mu is

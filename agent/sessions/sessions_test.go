@@ -302,68 +302,6 @@ func TestGivingUpLeavesTheLine(t *testing.T) {
 	(<-next).Release()
 }
 
-// When the server refuses sessions (other clients took its connection slots), a run waits and
-// tries again instead of failing, and starts once a slot is free.
-func TestRefusedSessionIsRetried(t *testing.T) {
-	t.Parallel()
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
-	small, err := pgtest.StartWith(ctx, pgtest.Settings{MaxConnections: 8}) // 5 for ordinary roles
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { small.Close() }) // last: after the cleanups of its roles and database
-	if !small.Own() {
-		t.Skip("the tests use an existing server, whose max_connections is its own")
-	}
-	db := small.NewDatabase(t)
-	alice, other := small.NewRole(t, "alice", db), small.NewRole(t, "other", db)
-	var hogs []*pgx.Conn
-	for {
-		cfg, err := small.ConnConfig(db)
-		if err != nil {
-			t.Fatal(err)
-		}
-		cfg.User = other
-		conn, err := pgx.ConnectConfig(ctx, cfg)
-		if err != nil {
-			if !sessions.Refused(err) {
-				t.Fatalf("connect as %s: %v", other, err)
-			}
-			break
-		}
-		hogs = append(hogs, conn)
-	}
-	defer func() {
-		for _, c := range hogs {
-			c.Close(context.Background())
-		}
-	}()
-	b := sessions.NewBudget(4) // the budget has room, the server has not
-	p := b.NewPool(context.Background(), 4, opener(small, db))
-	defer p.Close()
-
-	short, stop := context.WithTimeout(ctx, 300*time.Millisecond)
-	_, err = p.Acquire(short, alice, sessions.Hooks{})
-	stop()
-	if err == nil || !sessions.Refused(err) || !strings.Contains(err.Error(), "the server refused new sessions") {
-		t.Fatalf("Acquire while the server is full = %v, want the refusal", err)
-	}
-	got := make(chan error, 1)
-	go func() {
-		s, err := p.Acquire(ctx, alice, sessions.Hooks{})
-		if err == nil {
-			s.Release()
-		}
-		got <- err
-	}()
-	hogs[0].Close(ctx)
-	hogs = hogs[1:]
-	if err := <-got; err != nil {
-		t.Fatalf("Acquire after a slot freed: %v", err)
-	}
-}
-
 func TestReservedSessionsAreNotLent(t *testing.T) {
 	t.Parallel()
 	db := cluster.NewDatabase(t)
