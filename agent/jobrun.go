@@ -151,15 +151,10 @@ func (a *dbAgent) logResult(j *job, result sqlschema.RunResult) {
 }
 
 // runOn runs SELECT <call>, a transaction of its own, on an owner session, and gives the session
-// back: reset for the next run of its owner, or closed when the run's failure leaves it in doubt.
+// back: reset for the next run of its owner in the same round trip, or closed when the run's failure
+// leaves it in doubt.
 func (a *dbAgent) runOn(session *sessions.Session, j *job) sqlschema.RunResult {
-	err := a.runCall(session.Conn, j)
-	if err != nil && session.Conn.PgConn().IsBusy() {
-		session.Close()
-	} else {
-		session.Release()
-	}
-	if err != nil {
+	if err := a.runCall(session, j); err != nil {
 		return a.failure(j, err)
 	}
 	return sqlschema.RunResult{Finished: a.opt.Clock.Now(), Status: sqlschema.RunOK}
@@ -169,35 +164,23 @@ func (a *dbAgent) runOn(session *sessions.Session, j *job) sqlschema.RunResult {
 // the job's owner (still existing, allowed to log in, not expired) and then SELECT <call>, each
 // with the extended query protocol: one statement per message, so a call that holds a second
 // statement is a syntax error, never run. The server skips the call when the guard fails. The
-// call's rows are read and dropped, never held.
-func (a *dbAgent) runCall(conn *pgx.Conn, j *job) error {
-	batch := &pgconn.Batch{}
+// session's reset follows in the same round trip (sessions.Session.Run).
+func (a *dbAgent) runCall(session *sessions.Session, j *job) error {
+	stmts := make([]sessions.Statement, 0, 3)
 	ctx := a.runCtx
 	if j.timeout > 0 {
 		// The job's time limit: the server's statement_timeout for the run's transaction, and the
 		// run's context a second later in case the call lifted it.
-		batch.ExecParams("SELECT pg_catalog.set_config('statement_timeout', $1, true)", [][]byte{[]byte(strconv.FormatInt(j.timeout.Milliseconds(), 10))}, nil, nil, nil)
+		stmts = append(stmts, sessions.Statement{SQL: "SELECT pg_catalog.set_config('statement_timeout', $1, true)", Args: [][]byte{[]byte(strconv.FormatInt(j.timeout.Milliseconds(), 10))}})
 		var cancel context.CancelFunc
 		ctx, cancel = context.WithTimeout(ctx, j.timeout+time.Second)
 		defer cancel()
 	}
-	batch.ExecParams(sqlschema.RunGuardSQL(), [][]byte{[]byte(strconv.FormatUint(uint64(j.ownerID), 10)), []byte(j.owner)}, nil, nil, nil)
-	// IS NULL: the call's value stays in the server; a job returning 300 MB sends back a boolean.
-	batch.ExecParams("SELECT ("+j.call+") IS NULL", nil, nil, nil, nil)
-	results := conn.PgConn().ExecBatch(ctx, batch)
-	var first error
-	for results.NextResult() {
-		rows := results.ResultReader()
-		for rows.NextRow() {
-		}
-		if _, err := rows.Close(); err != nil && first == nil {
-			first = err
-		}
-	}
-	if err := results.Close(); err != nil && first == nil {
-		first = err
-	}
-	return first
+	stmts = append(stmts,
+		sessions.Statement{SQL: sqlschema.RunGuardSQL(), Args: [][]byte{[]byte(strconv.FormatUint(uint64(j.ownerID), 10)), []byte(j.owner)}},
+		// IS NULL: the call's value stays in the server; a job returning 300 MB sends back a boolean.
+		sessions.Statement{SQL: "SELECT (" + j.call + ") IS NULL"})
+	return session.Run(ctx, stmts)
 }
 
 // refusal returns why a job must not run at all, and how to set it right, or "" when it may: its

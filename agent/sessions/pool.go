@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"strings"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -229,7 +228,7 @@ func (b *Budget) unlend(k key) {
 	}
 }
 
-// Release gives the session back after a run: it is reset (resetSQL, one round trip, a
+// Release gives the session back after a run: it is reset (resetStatements, one round trip, a
 // transaction of its own), so that no run sees another's settings, temporary tables, locks or
 // notifications, and lent to the next run in line or kept for the next run of its owner. A session
 // whose reset fails is closed. The reset commits before the next run starts: a setting that governs
@@ -246,26 +245,6 @@ func (s *Session) Release() {
 	b.giveBack(s, keep)
 	b.dispatch()
 }
-
-// resetSQL resets a session between runs: DISCARD ALL but its DISCARD PLANS, which would make every
-// run plan its guard again: with DISCARD ALL after each, a short run costs the server nearly twice
-// as much. A cached plan is planned again when what it depends on changes, search_path included;
-// what survives is a date or time literal in a plan of the owner's own functions, read with the
-// TimeZone or DateStyle of the run that planned it (the attacker review's finding: it gives a role
-// nothing it could not do in one run). Sent as one query, the statements are one transaction.
-var resetSQL = strings.Join([]string{
-	"CLOSE ALL",
-	"SET SESSION AUTHORIZATION DEFAULT",
-	"RESET ALL",
-	"DEALLOCATE ALL",
-	"UNLISTEN *",
-	"SELECT pg_catalog.pg_advisory_unlock_all()",
-	"DISCARD TEMP",
-	"DISCARD SEQUENCES",
-}, "; ")
-
-// resetTimeout bounds the reset of a session after its run.
-const resetTimeout = 5 * time.Second
 
 // Close closes the session instead of giving it back: its run failed in a way that leaves it in
 // doubt.

@@ -82,15 +82,33 @@ func whoami(t *testing.T, s *sessions.Session) string {
 // prepared statement and a cursor WITH HOLD.
 func leaveState(t *testing.T, s *sessions.Session) {
 	t.Helper()
-	for _, stmt := range []string{
-		"SELECT set_config('bench.left', 'dirty', false)", "SET work_mem = '7MB'",
-		"CREATE TEMP TABLE scratch (x int)", "SELECT pg_advisory_lock(4242)", "LISTEN left_over",
-		"PREPARE left_over AS SELECT 1", "BEGIN", "DECLARE held CURSOR WITH HOLD FOR SELECT 1", "COMMIT",
-		"SET default_transaction_read_only = on",
-	} {
+	for _, stmt := range stateLeft {
 		if _, err := s.Conn.Exec(context.Background(), stmt, pgx.QueryExecModeSimpleProtocol); err != nil {
 			t.Fatalf("%s: %v", stmt, err)
 		}
+	}
+}
+
+// stateLeft are the statements of leaveState: one transaction each, but for the cursor's.
+var stateLeft = []string{
+	"SELECT set_config('bench.left', 'dirty', false)", "SET work_mem = '7MB'",
+	"CREATE TEMP TABLE scratch (x int)", "SELECT pg_advisory_lock(4242)", "LISTEN left_over",
+	"PREPARE left_over AS SELECT 1", "BEGIN", "DECLARE held CURSOR WITH HOLD FOR SELECT 1", "COMMIT",
+	"SET default_transaction_read_only = on",
+}
+
+// runLeavingState leaves leaveState's state from a run of s: its statements as one transaction,
+// with the reset behind them in the same round trip.
+func runLeavingState(t *testing.T, s *sessions.Session) {
+	t.Helper()
+	var stmts []sessions.Statement
+	for _, stmt := range stateLeft {
+		if stmt != "BEGIN" && stmt != "COMMIT" {
+			stmts = append(stmts, sessions.Statement{SQL: stmt})
+		}
+	}
+	if err := s.Run(context.Background(), stmts); err != nil {
+		t.Fatal(err)
 	}
 }
 
@@ -128,43 +146,108 @@ func leftState(t *testing.T, s *sessions.Session) string {
 
 // An owner's next run gets the session its previous run used, reset, whether the session waited
 // idle or went straight to the next run of its line: that run sees nothing of the previous one.
+// The session is reset the same way when given back with Release and when its run ends (Run).
 func TestSessionIsResetBetweenRuns(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		name      string
+		leaveGive func(t *testing.T, s *sessions.Session) // leaves state on s, and gives s back
+	}{
+		{"Release", func(t *testing.T, s *sessions.Session) { leaveState(t, s); s.Release() }},
+		{"Run", runLeavingState},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			db := cluster.NewDatabase(t)
+			alice := cluster.NewRole(t, "alice", db)
+			b := sessions.NewBudget(4)
+			p := b.NewPool(context.Background(), 1, opener(cluster, db))
+			defer p.Close()
+			ctx := context.Background()
+
+			s1, err := p.Acquire(ctx, alice, sessions.Hooks{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if left := leftState(t, s1); left != "" {
+				t.Fatalf("a new session has state: %s", left)
+			}
+			tc.leaveGive(t, s1) // nobody waits: it goes idle
+			s2 := got(t, acquire(t, ctx, p, alice), "the idle session")
+			if s2.PID != s1.PID {
+				t.Errorf("after an idle wait: session %d, want %d", s2.PID, s1.PID)
+			}
+			if left := leftState(t, s2); left != "" {
+				t.Errorf("after an idle wait the session kept %s", left)
+			}
+
+			next := acquire(t, ctx, p, alice) // waits: the pool lends one session
+			tc.leaveGive(t, s2)
+			s3 := got(t, next, "the session handed over")
+			if s3.PID != s1.PID {
+				t.Fatalf("handed over: session %d, want %d", s3.PID, s1.PID)
+			}
+			if left := leftState(t, s3); left != "" {
+				t.Errorf("the run after the handover saw %s", left)
+			}
+			s3.Release()
+		})
+	}
+}
+
+// A run's statements are one transaction: when one fails, the server runs none after it and undoes
+// those before; the session is reset and kept all the same. A run whose context ends before it
+// does is cancelled, and its session closed.
+func TestRunIsOneTransaction(t *testing.T) {
 	t.Parallel()
 	db := cluster.NewDatabase(t)
 	alice := cluster.NewRole(t, "alice", db)
+	admin := cluster.Connect(t, db)
+	if _, err := admin.Exec(context.Background(), "CREATE TABLE hits (n int); GRANT ALL ON hits TO "+pgx.Identifier{alice}.Sanitize()); err != nil {
+		t.Fatal(err)
+	}
 	b := sessions.NewBudget(4)
 	p := b.NewPool(context.Background(), 1, opener(cluster, db))
 	defer p.Close()
 	ctx := context.Background()
 
-	s1, err := p.Acquire(ctx, alice, sessions.Hooks{})
-	if err != nil {
+	s := got(t, acquire(t, ctx, p, alice), "a session")
+	err := s.Run(ctx, []sessions.Statement{
+		{SQL: "INSERT INTO hits VALUES ($1)", Args: [][]byte{[]byte("1")}},
+		{SQL: "SELECT 1/0"},
+		{SQL: "INSERT INTO hits VALUES (2)"},
+	})
+	var pgErr *pgconn.PgError
+	if !errors.As(err, &pgErr) || pgErr.Code != "22012" {
+		t.Fatalf("a run with a division by zero: %v, want its error", err)
+	}
+	var hits int
+	if err := admin.QueryRow(ctx, "SELECT count(*) FROM hits").Scan(&hits); err != nil {
 		t.Fatal(err)
 	}
-	if left := leftState(t, s1); left != "" {
-		t.Fatalf("a new session has state: %s", left)
+	if hits != 0 {
+		t.Errorf("%d rows of a failed run are in the table, want none", hits)
 	}
-	leaveState(t, s1)
-	s1.Release() // nobody waits: it goes idle
-	s2 := got(t, acquire(t, ctx, p, alice), "the idle session")
-	if s2.PID != s1.PID {
-		t.Errorf("after an idle wait: session %d, want %d", s2.PID, s1.PID)
-	}
-	if left := leftState(t, s2); left != "" {
-		t.Errorf("after an idle wait the session kept %s", left)
+	again := got(t, acquire(t, ctx, p, alice), "the session after a failed run")
+	if again.PID != s.PID {
+		t.Errorf("after a failed run: session %d, want %d, kept", again.PID, s.PID)
 	}
 
-	leaveState(t, s2)
-	next := acquire(t, ctx, p, alice) // waits: the pool lends one session
-	s2.Release()
-	s3 := got(t, next, "the session handed over")
-	if s3.PID != s1.PID {
-		t.Fatalf("handed over: session %d, want %d", s3.PID, s1.PID)
+	short, cancel := context.WithTimeout(ctx, 100*time.Millisecond)
+	defer cancel()
+	if err := again.Run(short, []sessions.Statement{{SQL: "SELECT pg_sleep(30)"}}); err == nil {
+		t.Fatal("a run past its context's end succeeded")
 	}
-	if left := leftState(t, s3); left != "" {
-		t.Errorf("the run after the handover saw %s", left)
+	last := got(t, acquire(t, ctx, p, alice), "a session after a cancelled run")
+	if last.PID == s.PID {
+		t.Errorf("the session of a cancelled run was kept")
 	}
-	s3.Release()
+	if err := last.Run(ctx, []sessions.Statement{{SQL: "INSERT INTO hits VALUES (3)"}}); err != nil {
+		t.Fatal(err)
+	}
+	if err := admin.QueryRow(ctx, "SELECT count(*) FROM hits").Scan(&hits); err != nil || hits != 1 {
+		t.Errorf("after a run that inserts one row: %d rows (%v), want 1", hits, err)
+	}
 }
 
 // got returns the session q receives, failing the test if none comes within 10 s.
