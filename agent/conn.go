@@ -85,7 +85,7 @@ func (a *dbAgent) recordsPool() (*pgxpool.Pool, error) {
 	unreserve, ok := a.budget.Reserve(recordsSessions)
 	if !ok {
 		size, fixed := a.budget.Size()
-		a.logf(agentlog.LevelEssential, statusStarting, "the session budget of this server (%d) is all taken by the agents' own sessions (%d): runs get one session at a time; raise the sessions setting or max_connections", size, fixed)
+		a.logf(agentlog.LevelEssential, agentlog.StatusStarting, "the session budget of this server (%d) is all taken by the agents' own sessions (%d): runs get one session at a time; raise the sessions setting or max_connections", size, fixed)
 	}
 	a.records, a.unreserveRecords = pool, unreserve
 	return pool, nil
@@ -125,26 +125,6 @@ func (a *dbAgent) openOwnerSession(ctx context.Context, owner string) (*pgx.Conn
 		return nil, time.Time{}, err
 	}
 	return conn, start, nil
-}
-
-// warm opens, ahead of a fire, the sessions its runs will need: as many per owner as the owner
-// has jobs due then, as far as the budget has room, so that no run waits for a connection at its
-// minute. Opening a session sends no statement but those reading its identity and warming its guard.
-func (a *dbAgent) warm(jobs []*job) {
-	need := map[string]int{}
-	for _, j := range jobs {
-		if why, _ := refusal(j); why != "" {
-			continue // it opens no session
-		}
-		need[j.owner]++
-	}
-	for owner, n := range need {
-		go func() {
-			ctx, cancel := context.WithTimeout(a.runCtx, warmLead)
-			defer cancel()
-			a.owners.Warm(ctx, owner, n)
-		}()
-	}
 }
 
 // resetPools closes every idle session of the pools; new ones are opened on demand.

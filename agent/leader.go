@@ -58,7 +58,7 @@ func (a *dbAgent) lead(ctx context.Context, conn *pgx.Conn) (int64, *string, err
 		if lockTimedOut(err) {
 			// A role queued a strong lock on the lease after the sweep: sweep and look again at
 			// once, rather than treating it as an outage and backing off.
-			a.logf(agentlog.LevelDebug, statusWaiting, "the look at the leader lease waited past lock_timeout behind another session; looking again")
+			a.logf(agentlog.LevelDebug, agentlog.StatusWaiting, "the look at the leader lease waited past lock_timeout behind another session; looking again")
 			continue
 		}
 		if err != nil {
@@ -77,7 +77,7 @@ func (a *dbAgent) lead(ctx context.Context, conn *pgx.Conn) (int64, *string, err
 			continue // another agent was first: look again
 		}
 		if !standingBy {
-			a.logf(agentlog.LevelEssential, statusWaiting, "another agent is active on this database (session %d); standing by to take over", *lease.PID)
+			a.logf(agentlog.LevelEssential, agentlog.StatusWaiting, "another agent is active on this database (session %d); standing by to take over", *lease.PID)
 			a.event(EventStandingBy)
 			standingBy = true
 			continue // ping it now
@@ -105,15 +105,15 @@ func (a *dbAgent) take(ctx context.Context, conn *pgx.Conn, lease sqlschema.Leas
 		a.event(EventTakingOver) // the lease is taken: told before the old leader is deposed
 	}
 	if hung {
-		a.logf(agentlog.LevelError, statusStarting, "warning: the active agent (session %d) left pings unanswered for %s: taking the lead from it", *lease.PID, a.opt.LeaderTimeout)
+		a.logf(agentlog.LevelError, agentlog.StatusStarting, "warning: the active agent (session %d) left pings unanswered for %s: taking the lead from it", *lease.PID, a.opt.LeaderTimeout)
 		if ended, err := sqlschema.LeaderDepose(ctx, conn, old); err != nil {
-			a.logf(agentlog.LevelError, statusStarting, "warning: %v; its claims fail from now on all the same", err)
+			a.logf(agentlog.LevelError, agentlog.StatusStarting, "warning: %v; its claims fail from now on all the same", err)
 		} else if ended {
-			a.logf(agentlog.LevelEssential, statusStarting, "ended the session %d of the replaced agent", *old.PID)
+			a.logf(agentlog.LevelEssential, agentlog.StatusStarting, "ended the session %d of the replaced agent", *old.PID)
 		}
 	}
 	if standingBy {
-		a.logf(agentlog.LevelEssential, statusStarting, "taking over as the active agent")
+		a.logf(agentlog.LevelEssential, agentlog.StatusStarting, "taking over as the active agent")
 	}
 	return epoch, old.Agent, true, nil
 }
@@ -153,10 +153,10 @@ func (a *dbAgent) endIntruders(ctx context.Context, conn *pgx.Conn) error {
 	}
 	for _, s := range found {
 		if s.Ended {
-			a.logf(agentlog.LevelError, statusWaiting, "warning: ended session %d of role %s: it held or waited for a lock on the agent's tables, which only the agent's roles may take", s.PID, s.Role)
+			a.logf(agentlog.LevelError, agentlog.StatusWaiting, "warning: ended session %d of role %s: it held or waited for a lock on the agent's tables, which only the agent's roles may take", s.PID, s.Role)
 			a.event(EventIntruder)
 		} else {
-			a.logf(agentlog.LevelError, statusWaiting, "warning: session %d of role %s holds or waits for a lock on the agent's tables and could not be ended within 5 s", s.PID, s.Role)
+			a.logf(agentlog.LevelError, agentlog.StatusWaiting, "warning: session %d of role %s holds or waits for a lock on the agent's tables and could not be ended within 5 s", s.PID, s.Role)
 		}
 	}
 	return nil

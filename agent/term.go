@@ -12,6 +12,7 @@ import (
 	"github.com/jackc/pgx/v5/pgconn/ctxwatch"
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/pgjobs/pgjobs/agent/agentlog"
+	"github.com/pgjobs/pgjobs/agent/jobs"
 	"github.com/pgjobs/pgjobs/sqlschema"
 	"golang.org/x/sync/errgroup"
 )
@@ -71,13 +72,13 @@ func (a *dbAgent) serve(ctx context.Context, onConnected func()) error {
 	if err != nil {
 		return err
 	}
-	a.flushPending(ctx, records)
-	if err := a.abandon(ctx, records); err != nil {
+	a.jobs.FlushPending(ctx, records)
+	if err := a.jobs.Abandon(ctx, records); err != nil {
 		return err
 	}
 	a.prune(ctx, records)
 	onConnected()
-	a.logf(agentlog.LevelEssential, statusStarting, "active on %s as session %d", cfg.Database, server.PID)
+	a.logf(agentlog.LevelEssential, agentlog.StatusStarting, "active on %s as session %d", cfg.Database, server.PID)
 	a.event(EventActive)
 
 	return a.runServices(ctx, conn, records, term{epoch: epoch, termStart: start, stop: ctx, progress: &atomic.Int64{}})
@@ -95,7 +96,6 @@ func (a *dbAgent) runServices(ctx context.Context, conn *pgx.Conn, records *pgxp
 	wakeUps := newDispatcher(conn)
 	t.changes, t.pings = wakeUps.topic("pgjobs"), wakeUps.topic("pgjobs_ping")
 	upkeepDue := make(chan struct{}, 1)
-	t.upkeepDue = upkeepDue
 	services, servicesCtx := errgroup.WithContext(context.Background())
 	services.Go(func() error { return wakeUps.listen(servicesCtx) })
 	services.Go(func() error { return a.answer(servicesCtx, records, t) })
@@ -104,10 +104,11 @@ func (a *dbAgent) runServices(ctx context.Context, conn *pgx.Conn, records *pgxp
 		jobsCtx, stopJobs := context.WithCancelCause(servicesCtx)
 		defer stopJobs(nil)
 		defer context.AfterFunc(ctx, func() { stopJobs(context.Cause(ctx)) })()
-		err := a.loop(jobsCtx, records, t)
+		err := a.jobs.Run(jobsCtx, jobs.Term{Epoch: t.epoch, Records: records, Stop: t.stop, Changes: t.changes, UpkeepDue: upkeepDue,
+			Progress: t.progress, RunStartup: t.runStartup, Anchor: t.anchor, LateLimit: t.lateLimit})
 		if ctx.Err() != nil {
 			t.progress.Store(0) // waiting for the runs: the answers go on
-			a.runs.Wait()
+			a.jobs.Wait()
 			return errStopping
 		}
 		return err
@@ -129,12 +130,11 @@ func (a *dbAgent) runServices(ctx context.Context, conn *pgx.Conn, records *pgxp
 // session by topic, and the jobs loop's progress, which the answers to the standbys report on.
 type term struct {
 	termStart
-	epoch     int64
-	stop      context.Context // the agent's: it ends on a stop, when runs waiting for a session give up
-	changes   <-chan struct{} // pgjobs: the jobs changed
-	pings     <-chan struct{} // pgjobs_ping: a standby asks whether the leader lives
-	upkeepDue chan<- struct{} // the jobs service wakes the upkeep after its runs
-	progress  *atomic.Int64   // when the loop left its wait (Unix ns), 0 while it waits
+	epoch    int64
+	stop     context.Context // the agent's: it ends on a stop, when runs waiting for a session give up
+	changes  <-chan struct{} // pgjobs: the jobs changed
+	pings    <-chan struct{} // pgjobs_ping: a standby asks whether the leader lives
+	progress *atomic.Int64   // when the loop left its wait (Unix ns), 0 while it waits
 }
 
 // termStart is what a term starts with: whether it is a start for the database (startup jobs run),
@@ -160,12 +160,6 @@ func (a *dbAgent) startTerm(previous *string) termStart {
 		a.startupDone.Store(true)
 	}
 	return start
-}
-
-// woke stops the loop's timer, if any, and marks the loop busy: it left its wait.
-func (t term) woke(timer Timer) {
-	t.progress.Store(time.Now().UnixNano())
-	stopTimer(timer)
 }
 
 // busyFor returns how long the loop has been away from its wait; 0 while it waits.
@@ -208,14 +202,14 @@ func (a *dbAgent) answer(ctx context.Context, records *pgxpool.Pool, t term) err
 			if busy := t.busyFor(); busy >= watchAfter && time.Since(watched) >= watchAfter {
 				watched = time.Now()
 				if err := a.endIntrudersOn(ctx, records); err != nil && ctx.Err() == nil {
-					a.logf(agentlog.LevelError, statusFiring, "%v", err)
+					a.logf(agentlog.LevelError, agentlog.StatusFiring, "%v", err)
 				}
 				a.warnPreparedLocks(ctx, records, warned)
 			}
 			continue
 		}
 		if busy := t.busyFor(); busy >= a.opt.LeaderBusyLimit {
-			a.logf(agentlog.LevelError, statusFiring, "warning: the agent has been busy for %s without returning to its wait: not answering the standbys, which take over", busy.Round(time.Second))
+			a.logf(agentlog.LevelError, agentlog.StatusFiring, "warning: the agent has been busy for %s without returning to its wait: not answering the standbys, which take over", busy.Round(time.Second))
 			continue
 		}
 		answered = time.Now()
@@ -224,7 +218,7 @@ func (a *dbAgent) answer(ctx context.Context, records *pgxpool.Pool, t term) err
 			return err
 		}
 		if err != nil && ctx.Err() == nil {
-			a.logf(agentlog.LevelDebug, statusSleeping, "could not answer a standby: %v", err)
+			a.logf(agentlog.LevelDebug, agentlog.StatusSleeping, "could not answer a standby: %v", err)
 		}
 	}
 }
@@ -234,7 +228,7 @@ func (a *dbAgent) answer(ctx context.Context, records *pgxpool.Pool, t term) err
 func (a *dbAgent) warnPreparedLocks(ctx context.Context, q sqlschema.DB, warned map[string]bool) {
 	found, err := sqlschema.LeaderPreparedLocks(ctx, q)
 	if err != nil {
-		a.logf(agentlog.LevelError, statusStarting, "%v", err)
+		a.logf(agentlog.LevelError, agentlog.StatusStarting, "%v", err)
 		return
 	}
 	for _, p := range found {
@@ -242,7 +236,7 @@ func (a *dbAgent) warnPreparedLocks(ctx context.Context, q sqlschema.DB, warned 
 			continue
 		}
 		warned[p.GID+"\x00"+p.Table] = true
-		a.logf(agentlog.LevelError, statusStarting, "warning: the prepared transaction %q of role %s holds a lock on pgjobs.%s, which blocks schema upgrades: a superuser ends it with ROLLBACK PREPARED", p.GID, p.Owner, p.Table)
+		a.logf(agentlog.LevelError, agentlog.StatusStarting, "warning: the prepared transaction %q of role %s holds a lock on pgjobs.%s, which blocks schema upgrades: a superuser ends it with ROLLBACK PREPARED", p.GID, p.Owner, p.Table)
 		a.event(EventPreparedLock)
 	}
 }
@@ -256,7 +250,7 @@ func (a *dbAgent) release(conn *pgx.Conn, epoch int64) {
 	ctx, cancel := context.WithTimeout(context.Background(), lockWait)
 	defer cancel()
 	if _, err := sqlschema.LeaderRelease(ctx, conn, epoch); err != nil {
-		a.logf(agentlog.LevelDebug, statusStopping, "could not give the lead up: %v; a standby takes over when the session ends", err)
+		a.logf(agentlog.LevelDebug, agentlog.StatusStopping, "could not give the lead up: %v; a standby takes over when the session ends", err)
 	}
 }
 

@@ -37,6 +37,16 @@ const StatusKey = "status"
 // DefaultStatus is the status field of a record that has no StatusKey attribute.
 const DefaultStatus = "running"
 
+// The statuses a database agent logs its events in.
+const (
+	StatusStarting     = "starting"
+	StatusWaiting      = "waiting" // another agent is the active one
+	StatusSleeping     = "sleeping"
+	StatusFiring       = "firing"
+	StatusReconnecting = "reconnecting"
+	StatusStopping     = "stopping"
+)
+
 // ErrClosed is returned by Handle and Reopen after Close.
 var ErrClosed = errors.New("agentlog: handler closed")
 

@@ -1,4 +1,4 @@
-package agent
+package jobs
 
 import (
 	"log/slog"
@@ -20,7 +20,7 @@ func stored(id int, name, owner string, every ...string) sqlschema.StoredJob {
 }
 
 func newTestPlanner(anchor time.Time, lateLimit time.Duration) *planner {
-	return newPlanner(Options{Location: time.UTC}.withDefaults(), slog.New(slog.DiscardHandler), anchor, lateLimit)
+	return newPlanner(time.UTC, slog.New(slog.DiscardHandler), anchor, lateLimit)
 }
 
 func fireNames(fires []dueFire) string {

@@ -1,16 +1,17 @@
-package agent
+package jobs
 
 import (
 	"fmt"
 	"log/slog"
 	"time"
 
+	"github.com/pgjobs/pgjobs/agent/agentlog"
 	"github.com/pgjobs/pgjobs/sqlschema"
 )
 
 // planner keeps each job's next fire. Only the database agent's loop uses it.
 type planner struct {
-	opt       Options
+	loc       *time.Location // the zone schedules are read in
 	log       *slog.Logger
 	anchor    time.Time     // interval schedules count from it
 	lateLimit time.Duration // how late a fire of the time no agent could run it may still run
@@ -48,8 +49,8 @@ type plansUpdate struct {
 	next []*time.Time
 }
 
-func newPlanner(opt Options, log *slog.Logger, anchor time.Time, lateLimit time.Duration) *planner {
-	return &planner{opt: opt, log: log, anchor: anchor, lateLimit: max(lateLimit, lateTolerance), jobs: map[int]*plannedJob{}}
+func newPlanner(loc *time.Location, log *slog.Logger, anchor time.Time, lateLimit time.Duration) *planner {
+	return &planner{loc: loc, log: log, anchor: anchor, lateLimit: max(lateLimit, lateTolerance), jobs: map[int]*plannedJob{}}
 }
 
 // load replaces the jobs with those stored. An unchanged job keeps its plan; a new or changed one
@@ -83,8 +84,8 @@ func (p *planner) load(stored []sqlschema.StoredJob, now time.Time) {
 			continue
 		}
 		j := &job{id: s.ID, name: s.Name, call: s.Call, owner: owner, ownerID: s.OwnerID, ownerGone: gone, resolved: s.Resolved, startup: s.Startup, startSet: s.StartSet, plannedAt: s.NextRun, lastFire: s.LastFire, lastRun: s.LastFireRun, timeout: timeout, resumed: s.Resumed}
-		if err := j.parseJobSchedules(s.StartSchedule, s.Schedules, p.opt.Location, p.anchor); err != nil {
-			p.log.Error(err.Error(), "status", statusStarting)
+		if err := j.parseJobSchedules(s.StartSchedule, s.Schedules, p.loc, p.anchor); err != nil {
+			p.log.Error(err.Error(), "status", agentlog.StatusStarting)
 			continue
 		}
 		pj := &plannedJob{job: j, signature: sig, recorded: s.NextRun}

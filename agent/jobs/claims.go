@@ -1,4 +1,4 @@
-package agent
+package jobs
 
 import (
 	"context"
@@ -13,7 +13,7 @@ import (
 // claimAhead claims, while the sessions open, the fires of jobs at `at`, so that at the minute
 // the runs start with no round trip before them. A claimed fire that never gets a run row (the
 // agent died first) is recorded as missed by the next agent.
-func (a *dbAgent) claimAhead(ctx context.Context, records *pgxpool.Pool, epoch int64, jobs []*job, at time.Time, claimed map[int]claim) error {
+func (s *Service) claimAhead(ctx context.Context, records *pgxpool.Pool, epoch int64, jobs []*job, at time.Time, claimed map[int]claim) error {
 	ids := make([]int, len(jobs))
 	ats := make([]time.Time, len(jobs))
 	for i, j := range jobs {
@@ -46,7 +46,7 @@ const claimFresh = warmLead + time.Second
 // another agent claimed, or any fire once another agent has taken the lead, does not run: the
 // term's lost signals are looked at first, and a claim ahead that is no longer fresh is confirmed
 // against the lease.
-func (a *dbAgent) fireClaimed(ctx context.Context, records *pgxpool.Pool, t term, fires []dueFire, claimed map[int]claim) error {
+func (s *Service) fireClaimed(ctx context.Context, records *pgxpool.Pool, t Term, fires []dueFire, claimed map[int]claim) error {
 	if err := context.Cause(ctx); err != nil {
 		return err // the term ends: the lease or the session is lost, or the agent stops
 	}
@@ -64,14 +64,14 @@ func (a *dbAgent) fireClaimed(ctx context.Context, records *pgxpool.Pool, t term
 		delete(claimed, f.job.id)
 	}
 	if stale {
-		if holds, err := sqlschema.LeaderHolds(ctx, records, t.epoch); err != nil {
+		if holds, err := sqlschema.LeaderHolds(ctx, records, t.Epoch); err != nil {
 			return err
 		} else if !holds {
 			return sqlschema.ErrLostLead
 		}
 	}
 	if len(ids) > 0 {
-		got, err := sqlschema.FireClaim(ctx, records, ids, ats, t.epoch)
+		got, err := sqlschema.FireClaim(ctx, records, ids, ats, t.Epoch)
 		if err != nil {
 			return err
 		}
@@ -79,30 +79,30 @@ func (a *dbAgent) fireClaimed(ctx context.Context, records *pgxpool.Pool, t term
 			ok[c.JobID] = c.Owner
 		}
 	}
-	now := a.opt.Clock.Now()
+	now := s.cfg.Clock.Now()
 	for _, f := range fires {
 		owner, mine := ok[f.job.id]
 		if !mine {
-			a.logf(agentlog.LevelInfo, statusFiring, "job %s: the fire of %s was claimed by another agent", f.job.name, f.at.Format(time.RFC3339))
+			s.logf(agentlog.LevelInfo, agentlog.StatusFiring, "job %s: the fire of %s was claimed by another agent", f.job.name, f.at.Format(time.RFC3339))
 			continue
 		}
-		if late := now.Sub(f.at); late > t.lateLimit {
+		if late := now.Sub(f.at); late > t.LateLimit {
 			// This agent was stopped or hung past the fire: it does not run it that late.
-			msg := fmt.Sprintf("the fire of %s was missed: the agent could run it only %s late, past the late_limit setting (%s)", f.at.Format(time.RFC3339), late.Round(time.Second), t.lateLimit)
-			a.logf(agentlog.LevelEssential, statusFiring, "job %s: %s", f.job.name, msg)
-			if err := sqlschema.RunRecord(ctx, records, a.unrun(f.job, f.at, sqlschema.RunMissed, msg)); err != nil {
+			msg := fmt.Sprintf("the fire of %s was missed: the agent could run it only %s late, past the late_limit setting (%s)", f.at.Format(time.RFC3339), late.Round(time.Second), t.LateLimit)
+			s.logf(agentlog.LevelEssential, agentlog.StatusFiring, "job %s: %s", f.job.name, msg)
+			if err := sqlschema.RunRecord(ctx, records, s.unrun(f.job, f.at, sqlschema.RunMissed, msg)); err != nil {
 				return err
 			}
 			continue
 		} else if late > lateTolerance {
-			a.logf(agentlog.LevelEssential, statusFiring, "job %s: the fire of %s runs %s late: no agent could run it in time (late_limit %s)", f.job.name, f.at.Format(time.RFC3339), late.Round(time.Millisecond), t.lateLimit)
+			s.logf(agentlog.LevelEssential, agentlog.StatusFiring, "job %s: the fire of %s runs %s late: no agent could run it in time (late_limit %s)", f.job.name, f.at.Format(time.RFC3339), late.Round(time.Millisecond), t.LateLimit)
 		}
-		if a.foreignBusy[f.job.id] {
-			a.recordSkipped(f.job, f.at, "a run of another agent was still going")
+		if s.foreignBusy[f.job.id] {
+			s.recordSkipped(f.job, f.at, "a run of another agent was still going")
 			continue
 		}
 		at := f.at
-		a.fire(t.stop, f.job.ownedBy(owner), &at)
+		s.fire(t.Stop, f.job.ownedBy(owner), &at)
 	}
 	return nil
 }
@@ -110,7 +110,7 @@ func (a *dbAgent) fireClaimed(ctx context.Context, records *pgxpool.Pool, t term
 // recordMissed records, once per job and outage, the fires that passed while no agent was
 // active, and claims them so that no agent counts them again. The row has the last missed fire
 // (the claimed one); its message gives the first and the count.
-func (a *dbAgent) recordMissed(ctx context.Context, records *pgxpool.Pool, epoch int64, missed []missedFires) error {
+func (s *Service) recordMissed(ctx context.Context, records *pgxpool.Pool, epoch int64, missed []missedFires) error {
 	for _, m := range missed {
 		claimed, err := sqlschema.FireClaim(ctx, records, []int{m.job.id}, []time.Time{m.last}, epoch)
 		if err != nil {
@@ -124,8 +124,8 @@ func (a *dbAgent) recordMissed(ctx context.Context, records *pgxpool.Pool, epoch
 		if m.count == 1 {
 			msg = fmt.Sprintf("the fire of %s was missed: no agent was active on the database", m.first.Format(time.RFC3339))
 		}
-		a.logf(agentlog.LevelEssential, statusStarting, "job %s: %s", m.job.name, msg)
-		if err := sqlschema.RunRecord(ctx, records, a.unrun(m.job, m.last, sqlschema.RunMissed, msg)); err != nil {
+		s.logf(agentlog.LevelEssential, agentlog.StatusStarting, "job %s: %s", m.job.name, msg)
+		if err := sqlschema.RunRecord(ctx, records, s.unrun(m.job, m.last, sqlschema.RunMissed, msg)); err != nil {
 			return err
 		}
 	}

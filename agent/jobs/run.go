@@ -1,4 +1,4 @@
-package agent
+package jobs
 
 import (
 	"context"
@@ -30,16 +30,16 @@ var errNextFire = errors.New("its next fire came")
 // could not start by then is recorded as an error, and the next fire waits in its place. A fire
 // while the job's previous run goes on is recorded as skipped; so is one that waits for a session
 // when the agent stops.
-func (a *dbAgent) fire(stop context.Context, j *job, scheduled *time.Time) {
-	a.runningMu.Lock()
-	prev := a.running[j.id]
+func (s *Service) fire(stop context.Context, j *job, scheduled *time.Time) {
+	s.runningMu.Lock()
+	prev := s.running[j.id]
 	if prev != nil && prev.started {
-		a.runningMu.Unlock()
+		s.runningMu.Unlock()
 		if scheduled != nil {
-			a.runs.Add(1)
+			s.runs.Add(1)
 			go func() {
-				defer a.runs.Done()
-				a.recordSkipped(j, *scheduled, "the previous run was still going")
+				defer s.runs.Done()
+				s.recordSkipped(j, *scheduled, "the previous run was still going")
 			}()
 		}
 		return
@@ -51,113 +51,113 @@ func (a *dbAgent) fire(stop context.Context, j *job, scheduled *time.Time) {
 	}
 	wait, give := context.WithCancelCause(stop)
 	f := &inFlight{give: give}
-	a.running[j.id] = f
-	a.runningMu.Unlock()
-	a.runs.Add(1)
+	s.running[j.id] = f
+	s.runningMu.Unlock()
+	s.runs.Add(1)
 	go func() {
-		defer a.runs.Done()
+		defer s.runs.Done()
 		defer func() {
 			give(nil)
-			a.runningMu.Lock()
-			if a.running[j.id] == f {
-				delete(a.running, j.id)
+			s.runningMu.Lock()
+			if s.running[j.id] == f {
+				delete(s.running, j.id)
 			}
-			a.runningMu.Unlock()
+			s.runningMu.Unlock()
 		}()
-		a.execute(j, scheduled, wait, f)
+		s.execute(j, scheduled, wait, f)
 	}()
 }
 
-// inFlightCount returns how many runs wait for a session or go on.
-func (a *dbAgent) inFlightCount() int {
-	a.runningMu.Lock()
-	defer a.runningMu.Unlock()
-	return len(a.running)
+// InFlight returns how many runs wait for a session or go on.
+func (s *Service) InFlight() int {
+	s.runningMu.Lock()
+	defer s.runningMu.Unlock()
+	return len(s.running)
 }
 
 // execute runs a job on a session of its owner and records the run. The session goes back to the
 // budget as soon as the run has ended, before the bookkeeping: a waiting run takes it at once.
-func (a *dbAgent) execute(j *job, scheduled *time.Time, wait context.Context, f *inFlight) {
-	records, err := a.recordsPool()
+func (s *Service) execute(j *job, scheduled *time.Time, wait context.Context, f *inFlight) {
+	records, err := s.cfg.Records()
 	if err != nil {
-		a.logf(agentlog.LevelError, statusFiring, "job %s not run: %v", j.name, err)
+		s.logf(agentlog.LevelError, agentlog.StatusFiring, "job %s not run: %v", j.name, err)
 		return
 	}
-	run := sqlschema.Run{JobID: j.id, JobName: j.name, Owner: j.owner, OwnerID: j.ownerID, Scheduled: scheduled, Agent: a.opt.Name}
+	run := sqlschema.Run{JobID: j.id, JobName: j.name, Owner: j.owner, OwnerID: j.ownerID, Scheduled: scheduled, Agent: s.cfg.Name}
 	var result sqlschema.RunResult
 	var session *sessions.Session
 	if why, hint := refusal(j); why != "" {
 		result = sqlschema.RunResult{Status: sqlschema.RunError, SQLState: "42501", Message: why, Hint: hint}
-	} else if session, err = a.owners.Acquire(wait, j.owner, sessions.Hooks{
+	} else if session, err = s.cfg.Owners.Acquire(wait, j.owner, sessions.Hooks{
 		Waiting: func(ahead int) {
-			a.logf(agentlog.LevelInfo, statusFiring, "job %s waiting for a session of %s: %d runs of that role ahead", j.name, j.owner, ahead)
+			s.logf(agentlog.LevelInfo, agentlog.StatusFiring, "job %s waiting for a session of %s: %d runs of that role ahead", j.name, j.owner, ahead)
 		},
 		Granted: func() {
-			a.runningMu.Lock()
+			s.runningMu.Lock()
 			f.started = true
-			a.runningMu.Unlock()
+			s.runningMu.Unlock()
 		},
 	}); err != nil {
 		if scheduled != nil && !errors.Is(context.Cause(wait), errNextFire) && (errors.Is(err, sessions.ErrPoolClosed) || wait.Err() != nil) {
-			a.recordSkipped(j, *scheduled, "the agent stopped before a session was free")
+			s.recordSkipped(j, *scheduled, "the agent stopped before a session was free")
 			return
 		}
 		if errors.Is(context.Cause(wait), errNextFire) {
-			result = a.notStarted(err)
+			result = s.notStarted(err)
 		} else {
-			result = a.failure(j, err)
+			result = s.failure(j, err)
 		}
 	}
-	run.Started = a.opt.Clock.Now()
+	run.Started = s.cfg.Clock.Now()
 	if result.Status != "" {
 		result.Finished = run.Started
-		a.logResult(j, result)
-		a.finish(records, run, 0, result)
+		s.logResult(j, result)
+		s.finish(records, run, 0, result)
 		return
 	}
-	a.logf(agentlog.LevelInfo, statusFiring, "job %s started: SELECT %s as %s", j.name, j.call, j.owner)
+	s.logf(agentlog.LevelInfo, agentlog.StatusFiring, "job %s started: SELECT %s as %s", j.name, j.call, j.owner)
 	long := time.NewTimer(runningRowAfter) // real time: bookkeeping, not a schedule
 	defer long.Stop()
 	run.Session, run.SessionStart = int(session.PID), session.Start
 	results := make(chan sqlschema.RunResult, 1)
-	go func() { results <- a.runOn(session, j) }()
+	go func() { results <- s.runOn(session, j) }()
 	var runID int64
 	select {
 	case result = <-results:
-		a.logResult(j, result)
+		s.logResult(j, result)
 		<-long.C // let the other runs of this minute start before the bookkeeping
 	case <-long.C:
-		if runID, err = sqlschema.RunStart(a.runCtx, records, run); err != nil {
-			a.logf(agentlog.LevelError, statusFiring, "job %s: %v", j.name, err)
+		if runID, err = sqlschema.RunStart(s.runCtx, records, run); err != nil {
+			s.logf(agentlog.LevelError, agentlog.StatusFiring, "job %s: %v", j.name, err)
 		}
 		result = <-results
-		a.logResult(j, result)
+		s.logResult(j, result)
 	}
-	a.finish(records, run, runID, result)
+	s.finish(records, run, runID, result)
 }
 
 // logResult logs how a run ended: done at level 2, failed or cancelled at level 1.
-func (a *dbAgent) logResult(j *job, result sqlschema.RunResult) {
+func (s *Service) logResult(j *job, result sqlschema.RunResult) {
 	switch result.Status {
 	case sqlschema.RunOK:
-		a.logf(agentlog.LevelInfo, statusFiring, "job %s done", j.name)
+		s.logf(agentlog.LevelInfo, agentlog.StatusFiring, "job %s done", j.name)
 	default:
 		msg := result.Message
 		if result.Hint != "" {
 			msg += " (hint: " + result.Hint + ")"
 		}
-		a.logf(agentlog.LevelEssential, statusFiring, "job %s %s: %s", j.name, map[sqlschema.RunStatus]string{sqlschema.RunError: "failed", sqlschema.RunCancelled: "cancelled"}[result.Status], msg)
+		s.logf(agentlog.LevelEssential, agentlog.StatusFiring, "job %s %s: %s", j.name, map[sqlschema.RunStatus]string{sqlschema.RunError: "failed", sqlschema.RunCancelled: "cancelled"}[result.Status], msg)
 	}
 }
 
 // runOn runs SELECT <call>, a transaction of its own, on an owner session, and gives the session
 // back: reset for the next run of its owner in the same round trip, or closed when the run's failure
 // leaves it in doubt.
-func (a *dbAgent) runOn(session *sessions.Session, j *job) sqlschema.RunResult {
-	if err := a.runCall(session, j); err != nil {
-		return a.failure(j, err)
+func (s *Service) runOn(session *sessions.Session, j *job) sqlschema.RunResult {
+	if err := s.runCall(session, j); err != nil {
+		return s.failure(j, err)
 	}
-	return sqlschema.RunResult{Finished: a.opt.Clock.Now(), Status: sqlschema.RunOK}
+	return sqlschema.RunResult{Finished: s.cfg.Clock.Now(), Status: sqlschema.RunOK}
 }
 
 // runCall sends, in one round trip and one transaction, the guard that checks the session is of
@@ -165,9 +165,9 @@ func (a *dbAgent) runOn(session *sessions.Session, j *job) sqlschema.RunResult {
 // with the extended query protocol: one statement per message, so a call that holds a second
 // statement is a syntax error, never run. The server skips the call when the guard fails. The
 // session's reset follows in the same round trip (sessions.Session.Run).
-func (a *dbAgent) runCall(session *sessions.Session, j *job) error {
+func (s *Service) runCall(session *sessions.Session, j *job) error {
 	stmts := make([]sessions.Statement, 0, 3)
-	ctx := a.runCtx
+	ctx := s.runCtx
 	if j.timeout > 0 {
 		// The job's time limit: the server's statement_timeout for the run's transaction, and the
 		// run's context a second later in case the call lifted it.
@@ -202,8 +202,8 @@ func sqlLiteral(s string) string { return "'" + strings.ReplaceAll(s, "'", "''")
 
 // failure describes a run that failed with err: PostgreSQL's message, SQLSTATE, DETAIL, HINT and
 // CONTEXT, or, when the run could not start, why and how to set it right.
-func (a *dbAgent) failure(j *job, err error) sqlschema.RunResult {
-	result := sqlschema.RunResult{Finished: a.opt.Clock.Now(), Status: sqlschema.RunError, Message: err.Error()}
+func (s *Service) failure(j *job, err error) sqlschema.RunResult {
+	result := sqlschema.RunResult{Finished: s.cfg.Clock.Now(), Status: sqlschema.RunError, Message: err.Error()}
 	var pgErr *pgconn.PgError
 	isPg := errors.As(err, &pgErr)
 	if isPg {
@@ -211,7 +211,7 @@ func (a *dbAgent) failure(j *job, err error) sqlschema.RunResult {
 	}
 	var connectErr *pgconn.ConnectError
 	switch {
-	case a.runCtx.Err() != nil:
+	case s.runCtx.Err() != nil:
 		result.Message = "cancelled: the agent stopped before the run finished"
 		result.Status = sqlschema.RunCancelled
 	case errors.As(err, &connectErr):
@@ -241,8 +241,8 @@ func (a *dbAgent) failure(j *job, err error) sqlschema.RunResult {
 }
 
 // notStarted describes a run that waited for a session until its job's next fire.
-func (a *dbAgent) notStarted(err error) sqlschema.RunResult {
-	size, fixed := a.budget.Size()
+func (s *Service) notStarted(err error) sqlschema.RunResult {
+	size, fixed := s.cfg.Budget.Size()
 	result := sqlschema.RunResult{Status: sqlschema.RunError, SQLState: "53300",
 		Message: fmt.Sprintf("the run could not start before the job's next fire: no session was free within the agent's budget of %d sessions on this server (%d of them the agents' own)", size, fixed),
 		Hint:    "the sessions configuration setting raises the budget; fewer jobs due at one minute, or shorter runs, free sessions sooner"}
@@ -270,21 +270,21 @@ func clip(s string, max int) string {
 }
 
 // unrun describes a fire of j at `at` that did not run.
-func (a *dbAgent) unrun(j *job, at time.Time, status sqlschema.RunStatus, why string) sqlschema.Unrun {
-	return sqlschema.Unrun{JobID: j.id, JobName: j.name, Owner: j.owner, OwnerID: j.ownerID, Scheduled: at, Status: status, Message: why, Agent: a.opt.Name}
+func (s *Service) unrun(j *job, at time.Time, status sqlschema.RunStatus, why string) sqlschema.Unrun {
+	return sqlschema.Unrun{JobID: j.id, JobName: j.name, Owner: j.owner, OwnerID: j.ownerID, Scheduled: at, Status: status, Message: why, Agent: s.cfg.Name}
 }
 
 // recordSkipped records a fire that did not run.
-func (a *dbAgent) recordSkipped(j *job, at time.Time, why string) {
-	a.logf(agentlog.LevelInfo, statusFiring, "job %s: fire of %s skipped: %s", j.name, at.Format(time.RFC3339), why)
-	records, err := a.recordsPool()
+func (s *Service) recordSkipped(j *job, at time.Time, why string) {
+	s.logf(agentlog.LevelInfo, agentlog.StatusFiring, "job %s: fire of %s skipped: %s", j.name, at.Format(time.RFC3339), why)
+	records, err := s.cfg.Records()
 	if err != nil {
-		a.logf(agentlog.LevelError, statusFiring, "%v", err)
+		s.logf(agentlog.LevelError, agentlog.StatusFiring, "%v", err)
 		return
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	if err := sqlschema.RunRecord(ctx, records, a.unrun(j, at, sqlschema.RunSkipped, why)); err != nil {
-		a.logf(agentlog.LevelError, statusFiring, "%v", err)
+	if err := sqlschema.RunRecord(ctx, records, s.unrun(j, at, sqlschema.RunSkipped, why)); err != nil {
+		s.logf(agentlog.LevelError, agentlog.StatusFiring, "%v", err)
 	}
 }

@@ -1,4 +1,4 @@
-package agent
+package jobs
 
 import (
 	"context"
@@ -29,9 +29,9 @@ const maxRecordBatch = 500
 
 // finish records how a run ended: the whole run when it has no row yet (runID 0). An end that
 // cannot be written (the database is unreachable) is kept and written when it is back.
-func (a *dbAgent) finish(records *pgxpool.Pool, run sqlschema.Run, runID int64, result sqlschema.RunResult) {
+func (s *Service) finish(records *pgxpool.Pool, run sqlschema.Run, runID int64, result sqlschema.RunResult) {
 	req := recordRequest{end: sqlschema.RunEnd{Run: run, RunID: runID, Result: result}, done: make(chan error, 1)}
-	r := &a.recorder
+	r := &s.recorder
 	r.mu.Lock()
 	r.queue = append(r.queue, req)
 	if !r.writing {
@@ -40,23 +40,23 @@ func (a *dbAgent) finish(records *pgxpool.Pool, run sqlschema.Run, runID int64, 
 			batch := r.queue[:min(len(r.queue), maxRecordBatch)]
 			r.queue = r.queue[len(batch):]
 			r.mu.Unlock()
-			a.writeEnds(records, batch)
+			s.writeEnds(records, batch)
 			r.mu.Lock()
 		}
 		r.writing = false
 	}
 	r.mu.Unlock()
 	if err := <-req.done; err != nil {
-		a.logf(agentlog.LevelError, statusFiring, "job %s: %v; recording it when the database is back", run.JobName, err)
-		a.pendingMu.Lock()
-		a.pending = append(a.pending, req.end)
-		a.pendingMu.Unlock()
+		s.logf(agentlog.LevelError, agentlog.StatusFiring, "job %s: %v; recording it when the database is back", run.JobName, err)
+		s.pendingMu.Lock()
+		s.pending = append(s.pending, req.end)
+		s.pendingMu.Unlock()
 	}
 }
 
 // writeEnds writes a batch of run ends and tells each caller how it went. When the batch fails,
 // each end is written alone, so that one that cannot be recorded keeps no other from being.
-func (a *dbAgent) writeEnds(records *pgxpool.Pool, batch []recordRequest) {
+func (s *Service) writeEnds(records *pgxpool.Pool, batch []recordRequest) {
 	// Recorded even when the agent is stopping: a fresh context, bounded.
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
@@ -67,13 +67,13 @@ func (a *dbAgent) writeEnds(records *pgxpool.Pool, batch []recordRequest) {
 	recorded, err := sqlschema.RunRecordEnds(ctx, records, ends)
 	if err != nil && len(batch) > 1 {
 		for _, req := range batch {
-			a.writeEnds(records, []recordRequest{req})
+			s.writeEnds(records, []recordRequest{req})
 		}
 		return
 	}
 	for i, req := range batch {
 		if err == nil && !recorded[i] {
-			a.logf(agentlog.LevelError, statusFiring, "job %s ended %s, but its run had been marked abandoned meanwhile", req.end.Run.JobName, req.end.Result.Status)
+			s.logf(agentlog.LevelError, agentlog.StatusFiring, "job %s ended %s, but its run had been marked abandoned meanwhile", req.end.Run.JobName, req.end.Result.Status)
 		}
 		req.done <- err
 	}
