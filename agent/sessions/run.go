@@ -70,7 +70,8 @@ func (s *Session) Run(ctx context.Context, stmts []Statement) error {
 
 // readUntilSync reads the results of a pipeline up to and including its next sync point, drops
 // their rows, and returns the first error. An error that is not the server's (the connection
-// broke, or the run's context ended) ends the reading: the connection is closed then.
+// broke, or the run's context ended) ends the reading, and the connection is closed; the server's
+// error before it, such as the FATAL one that ended the session, is the one returned.
 func readUntilSync(p *pgconn.Pipeline) error {
 	var first error
 	for {
@@ -78,6 +79,9 @@ func readUntilSync(p *pgconn.Pipeline) error {
 		if err != nil {
 			var pgErr *pgconn.PgError
 			if !errors.As(err, &pgErr) {
+				if first != nil {
+					return first // the server's FATAL error says why the connection then broke
+				}
 				return err
 			}
 			if first == nil {

@@ -197,7 +197,8 @@ func TestSessionIsResetBetweenRuns(t *testing.T) {
 
 // A run's statements are one transaction: when one fails, the server runs none after it and undoes
 // those before; the session is reset and kept all the same. A run whose context ends before it
-// does is cancelled, and its session closed.
+// does is cancelled, and its session closed; a run that ends its own session fails with the
+// server's message.
 func TestRunIsOneTransaction(t *testing.T) {
 	t.Parallel()
 	db := cluster.NewDatabase(t)
@@ -242,6 +243,11 @@ func TestRunIsOneTransaction(t *testing.T) {
 	if last.PID == s.PID {
 		t.Errorf("the session of a cancelled run was kept")
 	}
+	err = last.Run(ctx, []sessions.Statement{{SQL: "SELECT (pg_terminate_backend(pg_backend_pid())) IS NULL"}})
+	if !errors.As(err, &pgErr) || pgErr.Code != "57P01" {
+		t.Errorf("a run that ends its own session: %v, want the server's FATAL error 57P01", err)
+	}
+	last = got(t, acquire(t, ctx, p, alice), "a session after a run that ended its own")
 	if err := last.Run(ctx, []sessions.Statement{{SQL: "INSERT INTO hits VALUES (3)"}}); err != nil {
 		t.Fatal(err)
 	}
