@@ -19,6 +19,36 @@ const warmLead = 2 * time.Second
 // a successor never runs it again.
 const runningRowAfter = 200 * time.Millisecond
 
+// bookkeepingWaitMax is how long, at most, the records of the runs that ended and the plans wait
+// for the runs still waiting for a session: they take no server time from them meanwhile.
+const bookkeepingWaitMax = 2 * time.Second
+
+// runsStarted waits until no run waits for a session of the server's budget, at most
+// bookkeepingWaitMax, or the agent stops.
+func (s *Service) runsStarted() {
+	limit := time.NewTimer(bookkeepingWaitMax) // real time: bookkeeping, not a schedule
+	defer limit.Stop()
+	select {
+	case <-s.cfg.Budget.Quiet():
+	case <-limit.C:
+	case <-s.runCtx.Done():
+	}
+}
+
+// afterRunsStarted returns a channel closed runningRowAfter from now, once runsStarted returns.
+func (s *Service) afterRunsStarted() <-chan struct{} {
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		select {
+		case <-time.After(runningRowAfter): // real time: bookkeeping, not a schedule
+			s.runsStarted()
+		case <-s.runCtx.Done():
+		}
+	}()
+	return done
+}
+
 // reloadEvery is how often, at most, the agent reloads the jobs when notified of changes.
 const reloadEvery = time.Second
 
@@ -64,10 +94,10 @@ func (s *Service) Run(ctx context.Context, t Term) error {
 	}
 	var sleepLogged time.Time // the wake-up last logged: a ping or a change that moves none logs none
 	idleLogged := false
-	var warmed time.Time            // the fire whose sessions are open
-	claimed := map[int]claim{}      // fires claimed ahead, by job
-	var writePlans <-chan time.Time // when to record the plans changed by fires
-	var recheck <-chan time.Time    // when to look again for runs whose session ended
+	var warmed time.Time           // the fire whose sessions are open
+	claimed := map[int]claim{}     // fires claimed ahead, by job
+	var writePlans <-chan struct{} // when to record the plans changed by fires
+	var recheck <-chan time.Time   // when to look again for runs whose session ended
 	for {
 		t.Progress.Store(time.Now().UnixNano())
 		if ctx.Err() != nil {
@@ -79,7 +109,7 @@ func (s *Service) Run(ctx context.Context, t Term) error {
 				return err
 			}
 			if writePlans == nil {
-				writePlans = time.After(runningRowAfter) // after the runs have started
+				writePlans = s.afterRunsStarted() // after the runs have started
 			}
 		} else if writePlans == nil {
 			if err := s.recordPlans(ctx, records, p); err != nil {

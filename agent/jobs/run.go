@@ -126,6 +126,7 @@ func (s *Service) execute(j *job, scheduled *time.Time, wait context.Context, f 
 	case result = <-results:
 		s.logResult(j, result)
 		<-long.C // let the other runs of this minute start before the bookkeeping
+		s.runsStarted()
 	case <-long.C:
 		if runID, err = sqlschema.RunStart(s.runCtx, records, run); err != nil {
 			s.logf(agentlog.LevelError, agentlog.StatusFiring, "job %s: %v", j.name, err)

@@ -43,6 +43,7 @@ type Budget struct {
 	ownerPause map[string]*backoff // after it refused an owner's sessions: the role's connection limit
 	retry      *time.Timer         // serves the lines again when a pause ends
 	retryAt    time.Time           // when retry fires
+	quiet      chan struct{}       // closed when no run waits in line; nil until Quiet asks
 }
 
 // key names a line: the runs of one owner in one database.
@@ -238,100 +239,6 @@ func (b *Budget) dropIdle(s *Session) {
 	for i, t := range b.idle {
 		if t == s {
 			b.idle = append(b.idle[:i], b.idle[i+1:]...)
-			return
-		}
-	}
-}
-
-// dispatch serves the lines while any can be served, one session at a time, each to the neediest
-// line: the one whose owner holds the fewest sessions of the server, then whose line holds the
-// fewest, then one that has an idle session of its own (nothing to open), then the next in turn.
-// A line that keeps its sessions busy keeps them, rather than closing one for every run of
-// another line: sessions move only towards lines that hold fewer. b.mu is held.
-func (b *Budget) dispatch() {
-	for len(b.turns) > 0 {
-		best, bestIdle := -1, false
-		for i := range len(b.turns) {
-			j := (b.turn + i) % len(b.turns)
-			k := b.turns[j]
-			idle := b.hasIdle(k)
-			if !idle {
-				if _, ok := b.room(k); !ok {
-					continue
-				}
-			}
-			if best < 0 || b.needier(k, idle, b.turns[best], bestIdle) {
-				best, bestIdle = j, idle
-			}
-		}
-		if best < 0 {
-			return
-		}
-		k := b.turns[best]
-		var g grant
-		if g.s = b.takeIdle(k); g.s == nil {
-			evict, _ := b.room(k)
-			b.permit(k, evict)
-			g.open = true
-		}
-		w := b.pop(k)
-		if b.granted(k, g, w.hooks, w.ctx) {
-			w.grant <- g
-		}
-		b.turn = best // the line after k: k's place, if k left turns
-		if _, waiting := b.lines[k]; waiting {
-			b.turn = best + 1
-		}
-	}
-}
-
-// needier reports whether line k is served before line o (the next in turn of the two); idle and
-// oIdle say whether each has an idle session of its own. b.mu is held.
-func (b *Budget) needier(k key, idle bool, o key, oIdle bool) bool {
-	if x, y := b.lentBy[k.owner], b.lentBy[o.owner]; x != y {
-		return x < y
-	}
-	if x, y := k.pool.lentBy[k.owner], o.pool.lentBy[o.owner]; x != y {
-		return x < y
-	}
-	return idle && !oIdle
-}
-
-// hasIdle reports whether line k has an idle session of its own it may take. b.mu is held.
-func (b *Budget) hasIdle(k key) bool {
-	p := k.pool
-	if p.lent >= p.max || p.lentBy[k.owner] >= share(p.max) {
-		return false
-	}
-	for _, s := range b.idle {
-		if s.key == k {
-			return true
-		}
-	}
-	return false
-}
-
-// pop takes the first waiter of line k off its line. b.mu is held.
-func (b *Budget) pop(k key) *waiter {
-	line := b.lines[k]
-	w := line[0]
-	if len(line) == 1 {
-		b.leave(k)
-	} else {
-		b.lines[k] = line[1:]
-	}
-	return w
-}
-
-// leave removes line k, which is empty. b.mu is held.
-func (b *Budget) leave(k key) {
-	delete(b.lines, k)
-	for i, t := range b.turns {
-		if t == k {
-			b.turns = append(b.turns[:i], b.turns[i+1:]...)
-			if i < b.turn {
-				b.turn--
-			}
 			return
 		}
 	}

@@ -140,7 +140,7 @@ func run(idle time.Duration, scaleDBs, minutes int, only, scenarios string) erro
 // exactly one record.
 func offsetScenarios(ctx context.Context, cluster *pgtest.Cluster, minutes int, chosen string) error {
 	fmt.Printf("\nstart offset of runs after their minute, from each job's own clock_timestamp(), over %d minutes:\n", minutes)
-	fmt.Printf("  %-5s %-4s %8s %8s %8s %13s %-22s  %s\n", "jobs", "dbs", "p50 ms", "p99 ms", "max ms", "ran", "fires not 1 record", "goal")
+	fmt.Printf("  %-5s %-4s %8s %8s %8s %13s %-18s %-9s  %s\n", "jobs", "dbs", "p50 ms", "p99 ms", "max ms", "ran", "fires not 1 record", "sessions", "goal")
 	for i, sc := range []scenario{{50, 1, 20}, {500, 1, 100}, {1000, 10, 250}} {
 		if !slices.Contains(strings.Split(chosen, ","), fmt.Sprintf("%d/%d", sc.jobs, sc.dbs)) {
 			continue
@@ -158,7 +158,7 @@ func offsetScenarios(ctx context.Context, cluster *pgtest.Cluster, minutes int, 
 		if len(r.offsets) < r.expected || p99 > sc.goal || r.badRecords > 0 {
 			verdict = fmt.Sprintf("MISSED: p99 <= %.0f ms, none lost", sc.goal)
 		}
-		fmt.Printf("  %-5d %-4d %8.1f %8.1f %8.1f %6d of %-4d %-22d  %s\n", sc.jobs, sc.dbs, percentile(r.offsets, 50), p99, percentile(r.offsets, 100), len(r.offsets), r.expected, r.badRecords, verdict)
+		fmt.Printf("  %-5d %-4d %8.1f %8.1f %8.1f %6d of %-4d %-18d %-9d  %s\n", sc.jobs, sc.dbs, percentile(r.offsets, 50), p99, percentile(r.offsets, 100), len(r.offsets), r.expected, r.badRecords, r.sessions, verdict)
 		if err := dropDatabases(ctx, cluster, dbs); err != nil {
 			return err
 		}
@@ -235,6 +235,19 @@ type offsetResult struct {
 	expected   int       // the runs due
 	badRecords int       // fires with no record or more than one in the run history
 	byJob      map[string][]float64
+	sessions   int // sessions opened on the databases during the measured minutes
+}
+
+// sessionsOpened returns how many sessions the server has accepted on dbs since it started.
+func sessionsOpened(ctx context.Context, cluster *pgtest.Cluster, dbs []string) (int, error) {
+	conn, err := pgx.Connect(ctx, cluster.DSN("postgres"))
+	if err != nil {
+		return 0, err
+	}
+	defer conn.Close(ctx)
+	var n int
+	err = conn.QueryRow(ctx, "SELECT coalesce(sum(sessions), 0) FROM pg_stat_database WHERE datname = ANY($1)", dbs).Scan(&n)
+	return n, err
 }
 
 // startOffsets runs `jobs` jobs spread over the databases, all due at the same minute, for
@@ -283,11 +296,24 @@ func startOffsetsAs(ctx context.Context, cluster *pgtest.Cluster, dbs []string, 
 	}
 	m.Apply(rows)
 	realFirst := first.Add(-offset)
+	// The sessions the server accepted on the databases from just before the first minute's
+	// warming to the end: the sessions the agent opened for the runs, and moved between databases.
+	time.Sleep(time.Until(realFirst.Add(-3 * time.Second)))
+	sessionsBefore, err := sessionsOpened(ctx, cluster, dbs)
+	if err != nil {
+		m.Stop(10 * time.Second)
+		return r, err
+	}
 	// Look only after the last minute's runs had time to start: the bench's own sessions must not
 	// compete with the runs.
 	time.Sleep(time.Until(realFirst.Add(time.Duration(minutes-1)*time.Minute + 20*time.Second)))
 	// Stopped first: an agent over the server's connection limit leaves no session for the bench.
 	m.Stop(10 * time.Second)
+	sessionsAfter, err := sessionsOpened(ctx, cluster, dbs)
+	if err != nil {
+		return r, err
+	}
+	r.sessions = sessionsAfter - sessionsBefore
 	r.byJob = map[string][]float64{}
 	for _, db := range dbs {
 		conn, err := pgx.Connect(ctx, cluster.DSN(db))

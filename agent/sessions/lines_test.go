@@ -1,0 +1,86 @@
+package sessions_test
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/pgjobs/pgjobs/agent/sessions"
+)
+
+// A session moves to another database's line when that line waits longer for each session it
+// holds, even once the move is made: db1 holds 2 sessions for 1 waiting run, db2 1 for 3. With as
+// much work each, a line holding one session fewer keeps it so (TestBusyLinesKeepTheirSessions).
+func TestSessionsMoveToTheLineThatWaitsLongest(t *testing.T) {
+	t.Parallel()
+	db1, db2 := cluster.NewDatabase(t), cluster.NewDatabase(t)
+	alice := cluster.NewRole(t, "alice", db1)
+	b := sessions.NewBudget(4) // alice may hold 3
+	p1 := b.NewPool(context.Background(), 32, opener(cluster, db1))
+	p2 := b.NewPool(context.Background(), 32, opener(cluster, db2))
+	defer p1.Close()
+	defer p2.Close()
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	s1 := []*sessions.Session{got(t, acquire(t, ctx, p1, alice), "db1"), got(t, acquire(t, ctx, p1, alice), "db1")}
+	s2 := got(t, acquire(t, ctx, p2, alice), "db2")
+	q1 := acquire(t, ctx, p1, alice)
+	var q2 []<-chan *sessions.Session
+	for range 3 {
+		q2 = append(q2, acquire(t, ctx, p2, alice))
+	}
+	// db1: 2 held, 1 waiting; db2: 1 held, 3 waiting. After a move, 1 for 1 and 2 for 3.
+	s1[0].Release()
+	moved := got(t, q2[0], "db2's line, waiting longest")
+	// db1: 1 held, 1 waiting; db2: 2 held, 2 waiting: db1's release stays with db1.
+	pid := s1[1].PID
+	s1[1].Release()
+	if next := got(t, q1, "db1's line after its own release"); next.PID != pid {
+		t.Errorf("db1's run got session %d, want the one its line released (%d)", next.PID, pid)
+	} else {
+		next.Release()
+	}
+	moved.Release()
+	s2.Release()
+	for _, q := range q2[1:] {
+		got(t, q, "the rest").Release()
+	}
+}
+
+// Quiet is closed while no run waits in line, open while one does, and closed once none does.
+func TestQuietWhileNoRunWaits(t *testing.T) {
+	t.Parallel()
+	db := cluster.NewDatabase(t)
+	alice := cluster.NewRole(t, "alice", db)
+	b := sessions.NewBudget(2) // alice may hold 1
+	p := b.NewPool(context.Background(), 32, opener(cluster, db))
+	defer p.Close()
+	ctx := context.Background()
+	closed := func(c <-chan struct{}) bool {
+		select {
+		case <-c:
+			return true
+		default:
+			return false
+		}
+	}
+	if !closed(b.Quiet()) {
+		t.Fatal("Quiet is open with no run waiting")
+	}
+	held := got(t, acquire(t, ctx, p, alice), "the session")
+	if !closed(b.Quiet()) {
+		t.Fatal("Quiet is open with a session lent and no run waiting")
+	}
+	waiting := acquire(t, ctx, p, alice) // returns once the run waits in line
+	quiet := b.Quiet()
+	if closed(quiet) {
+		t.Fatal("Quiet is closed while a run waits in line")
+	}
+	held.Release()
+	select {
+	case <-quiet:
+	case <-time.After(10 * time.Second):
+		t.Fatal("Quiet stayed open after the waiting run got its session")
+	}
+	got(t, waiting, "the waiting run").Release()
+}
