@@ -8,18 +8,48 @@ import (
 	"github.com/pgjobs/pgjobs/agent/sessions"
 )
 
+// Sessions stay with the line that uses them: two databases of one owner, each with a backlog,
+// share the budget evenly, and a run's session is reused by the next run of its line rather than
+// closed for the other line's.
+func TestBusyLinesKeepTheirSessions(t *testing.T) {
+	t.Parallel()
+	alice, p1, p2, _ := twoDatabases(t, sessions.NewBudget(5)) // alice may hold 4
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	var s1 []*sessions.Session
+	for range 3 {
+		s1 = append(s1, got(t, acquire(t, ctx, p1, alice), "db1"))
+	}
+	s2 := []*sessions.Session{got(t, acquire(t, ctx, p2, alice), "db2")}
+	var q1, q2 []<-chan *sessions.Session
+	for range 3 {
+		q1 = append(q1, acquire(t, ctx, p1, alice))
+		q2 = append(q2, acquire(t, ctx, p2, alice))
+	}
+	// db1 holds 3, db2 1: db1's release goes to db2's line, which holds fewer.
+	s1[0].Release()
+	s2 = append(s2, got(t, q2[0], "db2's line, holding fewer"))
+	// Both hold 2: a release goes back to its own line, on the same session.
+	pid := s1[1].PID
+	s1[1].Release()
+	next := got(t, q1[0], "db1's line after its own release")
+	if next.PID != pid {
+		t.Errorf("db1's next run got session %d, want the one its line just released (%d)", next.PID, pid)
+	}
+	for _, x := range append(s2, next, s1[2]) {
+		x.Release()
+	}
+	for _, q := range append(q1[1:], q2[1:]...) {
+		got(t, q, "the rest").Release()
+	}
+}
+
 // A session moves to another database's line when that line waits longer for each session it
 // holds, even once the move is made: db1 holds 2 sessions for 1 waiting run, db2 1 for 3. With as
 // much work each, a line holding one session fewer keeps it so (TestBusyLinesKeepTheirSessions).
 func TestSessionsMoveToTheLineThatWaitsLongest(t *testing.T) {
 	t.Parallel()
-	db1, db2 := cluster.NewDatabase(t), cluster.NewDatabase(t)
-	alice := cluster.NewRole(t, "alice", db1)
-	b := sessions.NewBudget(4) // alice may hold 3
-	p1 := b.NewPool(context.Background(), 32, opener(cluster, db1))
-	p2 := b.NewPool(context.Background(), 32, opener(cluster, db2))
-	defer p1.Close()
-	defer p2.Close()
+	alice, p1, p2, _ := twoDatabases(t, sessions.NewBudget(4)) // alice may hold 3
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	s1 := []*sessions.Session{got(t, acquire(t, ctx, p1, alice), "db1"), got(t, acquire(t, ctx, p1, alice), "db1")}
@@ -50,11 +80,7 @@ func TestSessionsMoveToTheLineThatWaitsLongest(t *testing.T) {
 // Quiet is closed while no run waits in line, open while one does, and closed once none does.
 func TestQuietWhileNoRunWaits(t *testing.T) {
 	t.Parallel()
-	db := cluster.NewDatabase(t)
-	alice := cluster.NewRole(t, "alice", db)
-	b := sessions.NewBudget(2) // alice may hold 1
-	p := b.NewPool(context.Background(), 32, opener(cluster, db))
-	defer p.Close()
+	alice, b, p := onePool(t, 2, 32) // alice may hold 1
 	ctx := context.Background()
 	closed := func(c <-chan struct{}) bool {
 		select {

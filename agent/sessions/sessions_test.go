@@ -42,6 +42,18 @@ func opener(c *pgtest.Cluster, database string) sessions.Opener {
 	}
 }
 
+// onePool returns alice, a budget of size sessions and the pool, lending max at once, of a new
+// database in it; the pool closes when the test ends.
+func onePool(t *testing.T, size, max int) (alice string, b *sessions.Budget, p *sessions.Pool) {
+	t.Helper()
+	db := cluster.NewDatabase(t)
+	alice = cluster.NewRole(t, "alice", db)
+	b = sessions.NewBudget(size)
+	p = b.NewPool(context.Background(), max, opener(cluster, db))
+	t.Cleanup(p.Close)
+	return alice, b, p
+}
+
 // acquire asks for a session of owner and returns a channel that receives it once granted.
 func acquire(t *testing.T, ctx context.Context, p *sessions.Pool, owner string) <-chan *sessions.Session {
 	t.Helper()
@@ -158,11 +170,7 @@ func TestSessionIsResetBetweenRuns(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
-			db := cluster.NewDatabase(t)
-			alice := cluster.NewRole(t, "alice", db)
-			b := sessions.NewBudget(4)
-			p := b.NewPool(context.Background(), 1, opener(cluster, db))
-			defer p.Close()
+			alice, _, p := onePool(t, 4, 1)
 			ctx := context.Background()
 
 			s1, err := p.Acquire(ctx, alice, sessions.Hooks{})
@@ -321,56 +329,10 @@ func TestOwnersShareFairly(t *testing.T) {
 	}
 }
 
-// Sessions stay with the line that uses them: two databases of one owner, each with a backlog,
-// share the budget evenly, and a run's session is reused by the next run of its line rather than
-// closed for the other line's.
-func TestBusyLinesKeepTheirSessions(t *testing.T) {
-	t.Parallel()
-	db1, db2 := cluster.NewDatabase(t), cluster.NewDatabase(t)
-	alice := cluster.NewRole(t, "alice", db1)
-	b := sessions.NewBudget(5) // alice may hold 4
-	p1 := b.NewPool(context.Background(), 32, opener(cluster, db1))
-	p2 := b.NewPool(context.Background(), 32, opener(cluster, db2))
-	defer p1.Close()
-	defer p2.Close()
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	var s1 []*sessions.Session
-	for range 3 {
-		s1 = append(s1, got(t, acquire(t, ctx, p1, alice), "db1"))
-	}
-	s2 := []*sessions.Session{got(t, acquire(t, ctx, p2, alice), "db2")}
-	var q1, q2 []<-chan *sessions.Session
-	for range 3 {
-		q1 = append(q1, acquire(t, ctx, p1, alice))
-		q2 = append(q2, acquire(t, ctx, p2, alice))
-	}
-	// db1 holds 3, db2 1: db1's release goes to db2's line, which holds fewer.
-	s1[0].Release()
-	s2 = append(s2, got(t, q2[0], "db2's line, holding fewer"))
-	// Both hold 2: a release goes back to its own line, on the same session.
-	pid := s1[1].PID
-	s1[1].Release()
-	next := got(t, q1[0], "db1's line after its own release")
-	if next.PID != pid {
-		t.Errorf("db1's next run got session %d, want the one its line just released (%d)", next.PID, pid)
-	}
-	for _, x := range append(s2, next, s1[2]) {
-		x.Release()
-	}
-	for _, q := range append(q1[1:], q2[1:]...) {
-		got(t, q, "the rest").Release()
-	}
-}
-
 // A run whose context ends while it waits leaves its line; what it would have had goes to the next.
 func TestGivingUpLeavesTheLine(t *testing.T) {
 	t.Parallel()
-	db := cluster.NewDatabase(t)
-	alice := cluster.NewRole(t, "alice", db)
-	b := sessions.NewBudget(2)
-	p := b.NewPool(context.Background(), 1, opener(cluster, db))
-	defer p.Close()
+	alice, _, p := onePool(t, 2, 1)
 	ctx := context.Background()
 	held, err := p.Acquire(ctx, alice, sessions.Hooks{})
 	if err != nil {
