@@ -159,6 +159,11 @@ func offsetScenarios(ctx context.Context, cluster *pgtest.Cluster, minutes int, 
 			verdict = fmt.Sprintf("MISSED: p99 <= %.0f ms, none lost", sc.goal)
 		}
 		fmt.Printf("  %-5d %-4d %8.1f %8.1f %8.1f %6d of %-4d %-18d %-9d  %s\n", sc.jobs, sc.dbs, percentile(r.offsets, 50), p99, percentile(r.offsets, 100), len(r.offsets), r.expected, r.badRecords, r.sessions, verdict)
+		var byMinute []string
+		for _, offsets := range r.byMinute {
+			byMinute = append(byMinute, fmt.Sprintf("%.1f", percentile(offsets, 99)))
+		}
+		fmt.Printf("  %-5s %-4s p99 of each minute: %s ms\n", "", "", strings.Join(byMinute, ", "))
 		if err := dropDatabases(ctx, cluster, dbs); err != nil {
 			return err
 		}
@@ -236,6 +241,7 @@ type offsetResult struct {
 	badRecords int       // fires with no record or more than one in the run history
 	byJob      map[string][]float64
 	sessions   int // sessions opened on the databases during the measured minutes
+	byMinute   [][]float64
 }
 
 // sessionsOpened returns how many sessions the server has accepted on dbs since it started.
@@ -315,6 +321,7 @@ func startOffsetsAs(ctx context.Context, cluster *pgtest.Cluster, dbs []string, 
 	}
 	r.sessions = sessionsAfter - sessionsBefore
 	r.byJob = map[string][]float64{}
+	r.byMinute = make([][]float64, minutes)
 	for _, db := range dbs {
 		conn, err := pgx.Connect(ctx, cluster.DSN(db))
 		if err != nil {
@@ -343,6 +350,9 @@ func startOffsetsAs(ctx context.Context, cluster *pgtest.Cluster, dbs []string, 
 			offset := (sinceFirst - minute*60) * 1000
 			r.offsets = append(r.offsets, offset)
 			r.byJob[h.Job] = append(r.byJob[h.Job], offset)
+			if m := int(minute); m >= 0 && m < minutes {
+				r.byMinute[m] = append(r.byMinute[m], offset)
+			}
 		}
 	}
 	r.expected = jobs * minutes
