@@ -252,14 +252,28 @@ func RunForeignRunning(ctx context.Context, q DB, agent string) ([]int, error) {
 	return ids, nil
 }
 
-// RunPrune deletes the runs older than the run_retention setting and returns how many.
+// RunPrune deletes the runs older than the run_retention setting and returns how many: in batches
+// of PruneBatch runs, a statement each, so that on a pool the session is free between them. It
+// stops at the first error, or when ctx ends, with what it deleted by then.
 func RunPrune(ctx context.Context, q DB) (int64, error) {
-	tag, err := q.Exec(ctx, query("run_prune"))
-	if err != nil {
-		return 0, fmt.Errorf("delete old runs: %w", err)
+	if _, err := q.Exec(ctx, query("run_prune")); err != nil {
+		return 0, fmt.Errorf("delete the state of dropped jobs and old caller stamps: %w", err)
 	}
-	return tag.RowsAffected(), nil
+	var deleted int64
+	for {
+		tag, err := q.Exec(ctx, query("run_prune_batch"), PruneBatch)
+		if err != nil {
+			return deleted, fmt.Errorf("delete old runs (%d deleted before): %w", deleted, err)
+		}
+		deleted += tag.RowsAffected()
+		if tag.RowsAffected() < PruneBatch {
+			return deleted, nil
+		}
+	}
 }
+
+// PruneBatch is how many old runs one statement of RunPrune deletes at most.
+const PruneBatch = 5000
 
 func nullIfEmpty(s string) *string {
 	if s == "" {

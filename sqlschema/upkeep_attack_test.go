@@ -2,6 +2,7 @@ package sqlschema_test
 
 import (
 	"context"
+	"fmt"
 	"testing"
 
 	"github.com/pgjobs/pgjobs/sqlschema"
@@ -60,4 +61,32 @@ func TestPruneSkipsLockedStamps(t *testing.T) {
 		t.Errorf("prune deleted %d runs, want the one older than the retention", n)
 	}
 	mustExec(t, conn, "ROLLBACK")
+}
+
+// TestPruneDeletesInBatches: more old runs than one batch are all deleted, in statements of at most
+// PruneBatch each; a run within the retention stays.
+func TestPruneDeletesInBatches(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	_, super := apiDatabase(t)
+	old := 2*sqlschema.PruneBatch + 10
+	mustExec(t, super, fmt.Sprintf(`INSERT INTO pgjobs.pgj_run_ (runjobid, runjobname, runowner, runownerid, runagent, runstarted, runfinished, runstatus)
+		SELECT NULL, 'Old' || i, 'postgres', 10, 'test', now() - interval '400 days', now() - interval '400 days' + i * interval '1 second', 'ok'
+		FROM generate_series(1, %d) i`, old))
+	mustExec(t, super, `INSERT INTO pgjobs.pgj_run_ (runjobid, runjobname, runowner, runownerid, runagent, runstarted, runfinished, runstatus)
+		VALUES (NULL, 'Recent', 'postgres', 10, 'test', now(), now(), 'ok')`)
+	n, err := sqlschema.RunPrune(ctx, super)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n != int64(old) {
+		t.Errorf("prune deleted %d runs, want the %d older than the retention", n, old)
+	}
+	var left string
+	if err := super.QueryRow(ctx, "SELECT string_agg(runjobname, ',') FROM pgjobs.pgj_run_").Scan(&left); err != nil {
+		t.Fatal(err)
+	}
+	if left != "Recent" {
+		t.Errorf("runs left after the prune: %s, want Recent", left)
+	}
 }
