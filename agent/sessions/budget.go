@@ -23,6 +23,9 @@ type Budget struct {
 	IdleTimeout time.Duration
 	// KeepWarmed is how long a session warmed for a fire is kept from other lines; 0 means 5 s.
 	KeepWarmed time.Duration
+	// OldestAfter is how long a run may wait in line before the lines of one owner are served
+	// oldest run first rather than by the runs waiting per session held; 0 means 1 s.
+	OldestAfter time.Duration
 
 	mu         sync.Mutex
 	size       int                 // the sessions in all; 0 until known
@@ -57,6 +60,7 @@ type waiter struct {
 	grant chan grant
 	hooks Hooks
 	ctx   context.Context
+	since time.Time // when its run first asked for a session
 }
 
 // grant is what a waiter is given: a session, or leave to open one; neither when its pool closed.

@@ -1,5 +1,7 @@
 package sessions
 
+import "time"
+
 // dispatch serves the lines while any can be served, one session at a time, each to the neediest
 // line: the one whose owner holds the fewest sessions of the server, then the one with the most
 // runs waiting for each session it holds, then the next in turn. A session idle for one line moves
@@ -48,6 +50,17 @@ func (b *Budget) needier(k key, idle bool, o key, oIdle bool) bool {
 	if x, y := b.lentBy[k.owner], b.lentBy[o.owner]; x != y {
 		return x < y
 	}
+	// A line whose run has waited past OldestAfter is not left behind by the ratios below (its
+	// sessions may all be busy with long runs): the oldest run goes first.
+	if ks, os := b.lines[k][0].since, b.lines[o][0].since; !ks.Equal(os) {
+		oldest := ks
+		if os.Before(ks) {
+			oldest = os
+		}
+		if time.Since(oldest) > b.oldestAfter() {
+			return ks.Before(os)
+		}
+	}
 	switch {
 	case idle && !oIdle:
 		return !b.moves(k, o)
@@ -70,6 +83,14 @@ func (b *Budget) moves(from, to key) bool {
 		return true
 	}
 	return len(b.lines[to])*(b.held(from)-1) >= len(b.lines[from])*(toHeld+1)
+}
+
+// oldestAfter is OldestAfter or its default.
+func (b *Budget) oldestAfter() time.Duration {
+	if b.OldestAfter > 0 {
+		return b.OldestAfter
+	}
+	return time.Second
 }
 
 // held is how many sessions line k holds: lent to its runs, or idle for them. b.mu is held.

@@ -110,3 +110,49 @@ func TestQuietWhileNoRunWaits(t *testing.T) {
 	}
 	got(t, waiting, "the waiting run").Release()
 }
+
+// A database whose only session of alice is busy with a long run, with one more run of alice
+// waiting, is not left behind by alice's backlog in another database: once a run has waited past
+// OldestAfter, the oldest run goes first (the independent review's finding: before, db2's run
+// waited while any number of db1's runs started).
+func TestLongRunsLineIsNotLeftBehind(t *testing.T) {
+	t.Parallel()
+	b := sessions.NewBudget(5) // alice may hold 4
+	b.OldestAfter = time.Nanosecond
+	alice, p1, p2, _ := twoDatabases(t, b)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	var s1 []*sessions.Session
+	for range 3 {
+		s1 = append(s1, got(t, acquire(t, ctx, p1, alice), "db1"))
+	}
+	long := got(t, acquire(t, ctx, p2, alice), "db2's long run") // held to the end
+	defer long.Release()
+	var q1 []<-chan *sessions.Session
+	for range 10 {
+		q1 = append(q1, acquire(t, ctx, p1, alice))
+	}
+	q2 := acquire(t, ctx, p2, alice)
+	for i := range 60 {
+		// db1's short runs end one at a time; its backlog stays at 10.
+		s1[0].Release()
+		s1 = s1[1:]
+		select {
+		case s := <-q2:
+			if i+1 > 11 {
+				t.Errorf("db2's run started after %d of db1's runs, want at most the 10 that asked before it", i+1)
+			}
+			s.Release()
+			for _, s := range s1 {
+				s.Release()
+			}
+			return
+		case s := <-q1[0]:
+			s1 = append(s1, s)
+			q1 = append(q1[1:], acquire(t, ctx, p1, alice))
+		case <-time.After(10 * time.Second):
+			t.Fatal("no run was given a session")
+		}
+	}
+	t.Error("db2's run did not start while 60 of db1's runs did")
+}

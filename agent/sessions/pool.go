@@ -73,6 +73,7 @@ func (p *Pool) Acquire(ctx context.Context, owner string, hooks Hooks) (*Session
 	var refusal error // the server's last refusal of a session for this run
 	front := false    // a run the server refused goes back to the front of its line
 	waited := false
+	since := time.Now()
 	for {
 		b.mu.Lock()
 		if p.closed {
@@ -96,7 +97,7 @@ func (p *Pool) Acquire(ctx context.Context, owner string, hooks Hooks) (*Session
 		var w *waiter
 		ahead := 0
 		if g.s == nil && !g.open {
-			w = &waiter{grant: make(chan grant, 1), hooks: hooks, ctx: ctx}
+			w = &waiter{grant: make(chan grant, 1), hooks: hooks, ctx: ctx, since: since}
 			if _, ok := b.lines[k]; !ok {
 				b.turns = append(b.turns, k)
 			}

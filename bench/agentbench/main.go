@@ -303,7 +303,8 @@ func startOffsetsAs(ctx context.Context, cluster *pgtest.Cluster, dbs []string, 
 	m.Apply(rows)
 	realFirst := first.Add(-offset)
 	// The sessions the server accepted on the databases from just before the first minute's
-	// warming to the end: the sessions the agent opened for the runs, and moved between databases.
+	// warming to the end: the sessions the agent opened for the runs, and moved between databases,
+	// and any of the agents' own history sessions opened meanwhile.
 	time.Sleep(time.Until(realFirst.Add(-3 * time.Second)))
 	sessionsBefore, err := sessionsOpened(ctx, cluster, dbs)
 	if err != nil {
