@@ -28,7 +28,6 @@ func (s *Service) Abandon(ctx context.Context, records *pgxpool.Pool) error {
 	if err != nil {
 		return err
 	}
-	s.foreignRuns = len(foreign) > 0
 	s.foreignBusy = make(map[int]bool, len(foreign))
 	for _, id := range foreign {
 		s.foreignBusy[id] = true

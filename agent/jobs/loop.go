@@ -116,7 +116,7 @@ func (s *Service) Run(ctx context.Context, t Term) error {
 				return err
 			}
 		}
-		if s.foreignRuns && recheck == nil {
+		if len(s.foreignBusy) > 0 && recheck == nil {
 			recheck = time.After(abandonRecheck)
 		}
 		var wake <-chan time.Time

@@ -69,8 +69,7 @@ type Service struct {
 	pending   []sqlschema.RunEnd // run ends not yet recorded: the database was unreachable
 	recorder  recorder
 
-	foreignRuns bool         // runs of other agents are recorded as running; the loop's
-	foreignBusy map[int]bool // the jobs of those runs; the loop's
+	foreignBusy map[int]bool // the jobs of runs of other agents recorded as running; the loop's
 }
 
 // New returns the jobs service of a database; its runs are cancelled when runCtx ends.

@@ -3,8 +3,9 @@ package sessions
 import "time"
 
 // dispatch serves the lines while any can be served, one session at a time, each to the neediest
-// line: the one whose owner holds the fewest sessions of the server, then the one with the most
-// runs waiting for each session it holds, then the next in turn. A session idle for one line moves
+// line: the one whose owner holds the fewest sessions of the server, then, once a run has waited
+// past OldestAfter, the one whose first run has waited longest, else the one with the most runs
+// waiting for each session it holds, then the next in turn. A session idle for one line moves
 // to a line that has to open one only as moves says: lines that hold about as many sessions as
 // their work needs keep them, rather than closing one for every run of another line. b.mu is held.
 func (b *Budget) dispatch() {

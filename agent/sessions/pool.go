@@ -238,22 +238,25 @@ func (s *Session) Release() {
 	ctx, cancel := context.WithTimeout(context.Background(), resetTimeout)
 	_, err := s.Conn.Exec(ctx, resetSQL, pgx.QueryExecModeSimpleProtocol)
 	cancel()
-	// Kept only when the reset committed and left no transaction open.
-	keep := err == nil && s.Conn.PgConn().TxStatus() == 'I'
-	b := s.key.pool.budget
-	b.mu.Lock()
-	defer b.unlock()
-	b.giveBack(s, keep)
-	b.dispatch()
+	s.giveBackReset(err)
 }
 
 // Close closes the session instead of giving it back: its run failed in a way that leaves it in
 // doubt.
-func (s *Session) Close() {
+func (s *Session) Close() { s.giveBack(false) }
+
+// giveBackReset gives the session back after its reset, whose error is resetErr: kept only when
+// the reset committed and left no transaction open, else closed.
+func (s *Session) giveBackReset(resetErr error) {
+	s.giveBack(resetErr == nil && s.Conn.PgConn().TxStatus() == 'I')
+}
+
+// giveBack gives the session back to the budget, idle when keep, else closed, and serves the lines.
+func (s *Session) giveBack(keep bool) {
 	b := s.key.pool.budget
 	b.mu.Lock()
 	defer b.unlock()
-	b.giveBack(s, false)
+	b.giveBack(s, keep)
 	b.dispatch()
 }
 

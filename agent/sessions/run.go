@@ -59,12 +59,7 @@ func (s *Session) Run(ctx context.Context, stmts []Statement) error {
 			resetErr = err
 		}
 	}
-	keep := resetErr == nil && conn.TxStatus() == 'I'
-	b := s.key.pool.budget
-	b.mu.Lock()
-	defer b.unlock()
-	b.giveBack(s, keep)
-	b.dispatch()
+	s.giveBackReset(resetErr)
 	return runErr
 }
 

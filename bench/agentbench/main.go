@@ -240,8 +240,8 @@ type offsetResult struct {
 	expected   int       // the runs due
 	badRecords int       // fires with no record or more than one in the run history
 	byJob      map[string][]float64
-	sessions   int // sessions opened on the databases during the measured minutes
-	byMinute   [][]float64
+	sessions   int         // sessions opened on the databases during the measured minutes
+	byMinute   [][]float64 // the offsets of each measured minute
 }
 
 // sessionsOpened returns how many sessions the server has accepted on dbs since it started.
