@@ -11,6 +11,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/jackc/pgx/v5/pgproto3"
 	"github.com/pgjobs/pgjobs/agent/agentlog"
 	"github.com/pgjobs/pgjobs/agent/sessions"
 	"github.com/pgjobs/pgjobs/sqlschema"
@@ -211,7 +212,11 @@ func (s *Service) failure(j *job, err error) sqlschema.RunResult {
 		result.SQLState, result.Detail, result.Hint, result.Context = pgErr.Code, pgErr.Detail, pgErr.Hint, pgErr.Where
 	}
 	var connectErr *pgconn.ConnectError
+	var tooLong *pgproto3.ExceededMaxBodyLenErr
 	switch {
+	case errors.As(err, &tooLong):
+		result.Message = fmt.Sprintf("the run sent back a message of %d bytes (an error, a notice or a row), over the agent's limit of %d: the agent read no further and closed the session", tooLong.ActualBodyLen, tooLong.MaxExpectedBodyLen)
+		result.Hint = "keep a job's errors and notices short"
 	case s.runCtx.Err() != nil:
 		result.Message = "cancelled: the agent stopped before the run finished"
 		result.Status = sqlschema.RunCancelled

@@ -9,6 +9,9 @@ import (
 	"github.com/jackc/pgx/v5"
 )
 
+// MaxMessage is the largest message of the server a lent session reads, in bytes.
+const MaxMessage = 1 << 20
+
 // ErrPoolClosed is returned by Acquire when the pool closed while the run waited.
 var ErrPoolClosed = errors.New("the database agent stopped lending sessions")
 
@@ -182,6 +185,9 @@ func (p *Pool) openSession(ctx context.Context, owner string) (*Session, error) 
 	if err != nil {
 		return nil, err
 	}
+	// A run's error, notice or row can be as large as its owner likes (a 150 MB error cost the
+	// agent 1.3 GB): a message over MaxMessage ends the reading, and the session is closed.
+	conn.PgConn().Frontend().SetMaxBodyLen(MaxMessage)
 	p.budget.mu.Lock()
 	p.budget.accepted(key{p, owner})
 	p.budget.mu.Unlock()

@@ -13,6 +13,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/jackc/pgx/v5/pgproto3"
 	"github.com/pgjobs/pgjobs/agent/sessions"
 )
 
@@ -278,4 +279,22 @@ func TestFingerprintSeesState(t *testing.T) {
 		}
 	}
 	s.Close()
+}
+
+// A run whose error is larger than MaxMessage is not read into memory: it fails, saying so, and its
+// session is closed (the README-only attack: a 150 MB error made the agent take 1.3 GB).
+func TestOversizedErrorIsNotRead(t *testing.T) {
+	t.Parallel()
+	alice, _, p := onePool(t, 4, 1)
+	s := got(t, acquire(t, context.Background(), p, alice), "a session")
+	err := s.Run(context.Background(), []sessions.Statement{{SQL: fmt.Sprintf("DO $$ BEGIN RAISE EXCEPTION '%%', repeat('E', %d); END $$", 2*sessions.MaxMessage)}})
+	var tooLong *pgproto3.ExceededMaxBodyLenErr
+	if !errors.As(err, &tooLong) {
+		t.Fatalf("a run raising a %d-byte error: %v, want the message-too-long error", 2*sessions.MaxMessage, err)
+	}
+	next := got(t, acquire(t, context.Background(), p, alice), "the next session")
+	if next.PID == s.PID {
+		t.Error("the session that sent the oversized error was kept")
+	}
+	next.Release()
 }
