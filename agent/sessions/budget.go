@@ -28,25 +28,27 @@ type Budget struct {
 	OldestAfter time.Duration
 
 	mu         sync.Mutex
-	size       int                 // the sessions in all; 0 until known
-	configured bool                // size was set by the configuration, not read from the server
-	fixed      int                 // sessions reserved outside the lending
-	open       int                 // lent or idle sessions, and those being opened
-	byOwner    map[string]int      // open of each owner
-	lentBy     map[string]int      // lent of each owner, in all pools
-	pools      int                 // pools open: warming takes no more than a share each
-	idle       []*Session          // open and unused, oldest first
-	lines      map[key][]*waiter   // runs waiting, by owner and database
-	turns      []key               // the lines in the order they take turns
-	turn       int                 // the index in turns of the next line to serve
-	idleTimer  *time.Timer         // closes the sessions idle too long
-	keepTimer  *time.Timer         // serves the lines when a warmed session is kept no longer
-	closing    []*pgx.Conn         // sessions to close once the lock is released
-	server     backoff             // after the server refused sessions for want of slots
-	ownerPause map[string]*backoff // after it refused an owner's sessions: the role's connection limit
-	retry      *time.Timer         // serves the lines again when a pause ends
-	retryAt    time.Time           // when retry fires
-	quiet      chan struct{}       // closed when no run waits in line; nil until Quiet asks
+	size       int                   // the sessions in all; 0 until known
+	configured bool                  // size was set by the configuration, not read from the server
+	fixed      int                   // sessions reserved outside the lending
+	open       int                   // lent or idle sessions, and those being opened
+	byOwner    map[string]int        // open of each owner
+	lentBy     map[string]int        // lent of each owner, in all pools
+	pools      int                   // pools open: warming takes no more than a share each
+	idle       []*Session            // open and unused, oldest first
+	lines      map[key][]*waiter     // runs waiting, by owner and database
+	turns      []key                 // the lines in the order they take turns
+	turn       int                   // the index in turns of the next line to serve
+	idleTimer  *time.Timer           // closes the sessions idle too long
+	keepTimer  *time.Timer           // serves the lines when a warmed session is kept no longer
+	closing    []*pgx.Conn           // sessions to close once the lock is released
+	server     backoff               // after the server refused sessions for want of slots
+	ownerPause map[string]*backoff   // after it refused an owner's sessions: the role's connection limit
+	retry      *time.Timer           // serves the lines again when a pause ends
+	retryAt    time.Time             // when retry fires
+	quiet      chan struct{}         // closed when no run waits in line; nil until Quiet asks
+	openTook   time.Duration         // how long opening a session takes, on average
+	holds      map[key]time.Duration // how long a run of each line holds its session, on average
 }
 
 // key names a line: the runs of one owner in one database.

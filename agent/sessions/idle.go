@@ -171,6 +171,7 @@ func (p *Pool) Close() {
 		b.pools--
 	}
 	p.closed = true
+	b.forget(p)
 	p.closeIdle()
 	for k := range b.lines {
 		if k.pool == p {

@@ -16,7 +16,7 @@ func (b *Budget) dispatch() {
 			k := b.turns[j]
 			idle := b.hasIdle(k)
 			if !idle {
-				if _, ok := b.room(k); !ok {
+				if _, ok := b.roomToRun(k); !ok {
 					continue
 				}
 			}
@@ -30,7 +30,7 @@ func (b *Budget) dispatch() {
 		k := b.turns[best]
 		var g grant
 		if g.s = b.takeIdle(k); g.s == nil {
-			evict, _ := b.room(k)
+			evict, _ := b.roomToRun(k)
 			b.permit(k, evict)
 			g.open = true
 		}

@@ -43,6 +43,7 @@ type Session struct {
 	key       key
 	idleSince time.Time
 	keepUntil time.Time // warmed for a fire: no other line closes it before then
+	lentAt    time.Time // when a run was given it; zero while no run holds it
 }
 
 // NewPool returns a pool lending at most max sessions at once from b, opened with open within ctx.
@@ -86,7 +87,7 @@ func (p *Pool) Acquire(ctx context.Context, owner string, hooks Hooks) (*Session
 		var g grant
 		if len(b.lines[k]) == 0 || front {
 			if g.s = b.takeIdle(k); g.s == nil {
-				if evict, ok := b.room(k); ok {
+				if evict, ok := b.roomToRun(k); ok {
 					b.permit(k, evict)
 					g.open = true
 				}
@@ -110,6 +111,7 @@ func (p *Pool) Acquire(ctx context.Context, owner string, hooks Hooks) (*Session
 				b.lines[k] = append(b.lines[k], w)
 				ahead = len(b.lines[k]) - 1
 			}
+			b.armRetry() // served again once it has waited OldestAfter, if nothing frees before
 		}
 		b.unlock()
 		if w != nil {
@@ -126,12 +128,14 @@ func (p *Pool) Acquire(ctx context.Context, owner string, hooks Hooks) (*Session
 		}
 		switch {
 		case g.s != nil:
+			g.s.lentAt = time.Now()
 			return g.s, nil
 		case !g.open:
 			return nil, ErrPoolClosed
 		}
 		s, err := p.openSession(p.ctx, owner)
 		if err == nil {
+			s.lentAt = time.Now()
 			return s, nil
 		}
 		b.mu.Lock()
@@ -181,6 +185,7 @@ func (p *Pool) gaveUp(ctx context.Context, refusal error) error {
 
 // openSession opens a session of owner, counted already as lent.
 func (p *Pool) openSession(ctx context.Context, owner string) (*Session, error) {
+	opening := time.Now()
 	conn, start, err := p.open(ctx, owner)
 	if err != nil {
 		return nil, err
@@ -190,6 +195,7 @@ func (p *Pool) openSession(ctx context.Context, owner string) (*Session, error) 
 	conn.PgConn().Frontend().SetMaxBodyLen(MaxMessage)
 	p.budget.mu.Lock()
 	p.budget.accepted(key{p, owner})
+	p.budget.opened(time.Since(opening))
 	p.budget.mu.Unlock()
 	return &Session{Conn: conn, PID: conn.PgConn().PID(), Start: start, key: key{p, owner}}, nil
 }
@@ -270,6 +276,10 @@ func (s *Session) giveBack(keep bool) {
 // then. b.mu is held.
 func (b *Budget) giveBack(s *Session, keep bool) {
 	b.unlend(s.key)
+	if !s.lentAt.IsZero() {
+		b.heldFor(s.key, time.Since(s.lentAt))
+		s.lentAt = time.Time{}
+	}
 	if !keep || s.key.pool.closed || s.Conn.IsClosed() {
 		b.closed(s.key.owner)
 		b.closing = append(b.closing, s.Conn)

@@ -81,7 +81,9 @@ func (b *Budget) paused(k key) bool {
 	return now.Before(k.pool.pause.until)
 }
 
-// armRetry makes sure the lines are served again when the earliest pause ends. b.mu is held.
+// armRetry makes sure the lines are served again when the earliest pause ends, or when the first
+// run of a line has waited OldestAfter (it may then close another line's idle session, see
+// worthMoving). b.mu is held.
 func (b *Budget) armRetry() {
 	now := time.Now()
 	var at time.Time
@@ -96,6 +98,7 @@ func (b *Budget) armRetry() {
 	}
 	for _, k := range b.turns {
 		consider(k.pool.pause.until)
+		consider(b.lines[k][0].since.Add(b.oldestAfter()))
 	}
 	if at.IsZero() || (b.retry != nil && !b.retryAt.After(at)) {
 		return // no pause, or served sooner already

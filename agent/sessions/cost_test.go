@@ -1,0 +1,79 @@
+package sessions_test
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/pgjobs/pgjobs/agent/sessions"
+)
+
+// A run whose line holds a session already waits for it rather than close another database's idle
+// session to open one, when its line's runs are done sooner than a session opens; once it has
+// waited OldestAfter, it closes the idle one (its own session may be held by a long run).
+func TestNoSessionMovesForWorkDoneBeforeItOpens(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		name        string
+		oldestAfter time.Duration
+		moves       bool
+	}{
+		{"short work waits for its own session", time.Hour, false},
+		{"a run waiting past OldestAfter closes the idle session", 50 * time.Millisecond, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			db1, db2 := cluster.NewDatabase(t), cluster.NewDatabase(t)
+			alice := cluster.NewRole(t, "alice", db1)
+			b := sessions.NewBudget(3) // alice may hold 2
+			b.OldestAfter = tc.oldestAfter
+			// Opening a session takes at least 100 ms; a run holds one for a reset's round trip.
+			slow := func(o sessions.Opener) sessions.Opener {
+				return func(ctx context.Context, owner string) (*pgx.Conn, time.Time, error) {
+					time.Sleep(100 * time.Millisecond)
+					return o(ctx, owner)
+				}
+			}
+			p1 := b.NewPool(context.Background(), 32, slow(opener(cluster, db1)))
+			p2 := b.NewPool(context.Background(), 32, slow(opener(cluster, db2)))
+			t.Cleanup(p1.Close)
+			t.Cleanup(p2.Close)
+			ctx, cancel := context.WithCancel(context.Background())
+			defer cancel()
+
+			got(t, acquire(t, ctx, p1, alice), "db1's first run").Release() // its hold is measured
+			s1 := got(t, acquire(t, ctx, p1, alice), "db1's second run")
+			s2 := got(t, acquire(t, ctx, p2, alice), "db2's run")
+			idle2 := s2.PID
+			s2.Release() // alice holds 2: db1's next run opens one only by closing db2's idle one
+			q := acquire(t, ctx, p1, alice)
+			if tc.moves {
+				s := got(t, q, "db1's run after OldestAfter")
+				if s.PID == s1.PID {
+					t.Errorf("db1's run got the session of its line's running run %d", s1.PID)
+				}
+				s.Release()
+				s1.Release()
+				return
+			}
+			select {
+			case s := <-q:
+				t.Fatalf("db1's run got session %d at once, want it to wait for its line's session %d", s.PID, s1.PID)
+			default:
+			}
+			pid := s1.PID
+			s1.Release()
+			if s := got(t, q, "db1's waiting run"); s.PID != pid {
+				t.Errorf("db1's run got session %d, want its line's own %d", s.PID, pid)
+			} else {
+				s.Release()
+			}
+			if s := got(t, acquire(t, ctx, p2, alice), "db2's next run"); s.PID != idle2 {
+				t.Errorf("db2's idle session %d was closed for db1: db2's next run got %d", idle2, s.PID)
+			} else {
+				s.Release()
+			}
+		})
+	}
+}
