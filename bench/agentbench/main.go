@@ -139,10 +139,20 @@ func run(idle time.Duration, scaleDBs, minutes int, only, scenarios string) erro
 // offsetScenarios measures how late runs start after their minute, and checks that every fire has
 // exactly one record.
 func offsetScenarios(ctx context.Context, cluster *pgtest.Cluster, minutes int, chosen string) error {
+	scenarios := []scenario{{50, 1, 20}, {500, 1, 100}, {1000, 10, 250}}
+	var known []string
+	for _, sc := range scenarios {
+		known = append(known, fmt.Sprintf("%d/%d", sc.jobs, sc.dbs))
+	}
+	for _, c := range strings.Split(chosen, ",") {
+		if !slices.Contains(known, c) {
+			return fmt.Errorf("-scenarios: no measurement %q: choose among %s", c, strings.Join(known, ", "))
+		}
+	}
 	fmt.Printf("\nstart offset of runs after their minute, from each job's own clock_timestamp(), over %d minutes:\n", minutes)
 	fmt.Printf("  %-5s %-4s %8s %8s %8s %13s %-18s %-9s  %s\n", "jobs", "dbs", "p50 ms", "p99 ms", "max ms", "ran", "fires not 1 record", "sessions", "goal")
-	for i, sc := range []scenario{{50, 1, 20}, {500, 1, 100}, {1000, 10, 250}} {
-		if !slices.Contains(strings.Split(chosen, ","), fmt.Sprintf("%d/%d", sc.jobs, sc.dbs)) {
+	for i, sc := range scenarios {
+		if !slices.Contains(strings.Split(chosen, ","), known[i]) {
 			continue
 		}
 		dbs, err := createDatabases(ctx, cluster, fmt.Sprintf("s%d", i), sc.dbs, 0, "")
