@@ -10,8 +10,16 @@ DATE    ?= $(shell date -u +%Y-%m-%dT%H:%M:%SZ)
 LDFLAGS := -X main.version=$(VERSION) -X main.commit=$(COMMIT) -X main.date=$(DATE)
 COMMANDS := $(notdir $(wildcard cmd/*))
 
+# Packaging: nfpm is pinned (v2.44 and later need modules the Go proxy does not serve).
+NFPM        := github.com/goreleaser/nfpm/v2/cmd/nfpm@v2.43.0
+DIST        := dist/pgjobs
+PREFIX      ?= /usr
+DESTDIR     ?=
+ARCH        ?= $(shell $(GO) env GOARCH)
+DEB_VERSION ?= 0~$(shell git log -1 --format=%cd --date=format:%Y%m%d%H%M%S 2>/dev/null || date -u +%Y%m%d%H%M%S).$(COMMIT)
+
 .DEFAULT_GOAL := help
-.PHONY: help deps build test vet staticcheck bench fuzz demo clean
+.PHONY: help deps build test vet staticcheck bench fuzz demo clean dist install deb test-install
 
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-12s %s\n", $$1, $$2}'
@@ -57,5 +65,25 @@ fuzz: ## run every fuzz target for FUZZTIME (default 20s)
 		done; \
 	done
 
+dist: ## stage dist/pgjobs: static binaries, pgjobs-install, pgjobs-remove, init script, unit, man pages, completion
+	rm -rf $(DIST) && mkdir -p $(DIST)
+	for cmd in $(COMMANDS); do CGO_ENABLED=0 $(GO) build -trimpath -ldflags "$(LDFLAGS)" -o $(DIST)/$$cmd ./cmd/$$cmd || exit 1; done
+	cp packaging/pgjobs-install packaging/pgjobs-remove packaging/pgjobs.default packaging/pgjobsagent.service packaging/pgjobs.bash $(DIST)/
+	cp packaging/init.d/pgjobs $(DIST)/pgjobs.init
+	$(DIST)/pgjobs generate config > $(DIST)/pgjobs.conf
+	$(DIST)/pgjobs generate man > $(DIST)/pgjobs.8
+	$(DIST)/pgjobsagent --man > $(DIST)/pgjobsagent.8
+	for page in pgjobs pgjobsagent; do gzip -9n < $(DIST)/$$page.8 > $(DIST)/$$page.8.gz || exit 1; done
+
+install: dist ## install from source with pgjobs-install: PREFIX (default /usr), DESTDIR (a staging root)
+	$(DIST)/pgjobs-install --prefix $(PREFIX) $(if $(DESTDIR),--destdir $(DESTDIR))
+
+deb: dist ## build the package dist/pgjobs_VERSION_ARCH.deb with nfpm
+	rm -f dist/pgjobs_*.deb
+	DEB_VERSION=$(DEB_VERSION) ARCH=$(ARCH) $(GO) run $(NFPM) package -f packaging/nfpm.yaml -p deb -t dist/
+
+test-install: deb ## as root: install the .deb, run the agent under its init script, purge; pgjobs-install/remove in a temporary root
+	PGJOBS_DEB=$(CURDIR)/$$(ls -t dist/pgjobs_*.deb | head -n 1) PGJOBS_DIST=$(CURDIR)/$(DIST) $(GO) test -tags installtest -count=1 -v -timeout 15m ./packaging/
+
 clean: ## remove build output
-	rm -rf bin
+	rm -rf bin dist

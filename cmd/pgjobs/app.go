@@ -66,7 +66,9 @@ or after the command.`,
 		OnUsageError:   onUsageError,
 		ExitErrHandler: func(*cli.Context, error) {}, // run maps errors to exit codes, never os.Exit here
 		Flags:          []cli.Flag{configFlag()},
-		Commands:       append(adminCommands(), jobsCommand(), runsCommand(), nextCommand()),
+		// bash completion (packaging/pgjobs.bash) asks the tool itself for its commands and options.
+		EnableBashCompletion: true,
+		Commands:             append(adminCommands(), jobsCommand(), runsCommand(), nextCommand(), generateCommand()),
 		Action: func(c *cli.Context) error {
 			if c.NArg() > 0 {
 				return usagef("unknown command %q; see pgjobs --help", c.Args().First())

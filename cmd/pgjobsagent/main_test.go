@@ -162,13 +162,21 @@ func TestLogsAtEachLevel(t *testing.T) {
 			if code := p.stop(t, syscall.SIGTERM); code != 0 {
 				t.Fatalf("exit code %d after SIGTERM; stderr %s", code, p.stderr)
 			}
-			// Whatever the level, one line on standard error at the start and one at the stop.
-			wantStderr := fmt.Sprintf("pgjobsagent: started, pid %d: configuration %s, logs in %s at master log level %d, serving 1 database: 7 %s:%d/%s\npgjobsagent: stopped on terminated\n",
+			// Whatever the level, one line on standard error at the start and one at the stop, and a
+			// warning before them when the agent runs as root.
+			wantStderr := ""
+			if os.Geteuid() == 0 {
+				wantStderr = "pgjobsagent: warning: running as root; run it as the postgres OS user (the init script and the systemd unit do)\n"
+			}
+			wantStderr += fmt.Sprintf("pgjobsagent: started, pid %d: configuration %s, logs in %s at master log level %d, serving 1 database: 7 %s:%d/%s\npgjobsagent: stopped on terminated\n",
 				p.cmd.Process.Pid, conf, p.logDir, tt.level, cluster.Host(), cluster.Port(), db)
 			if got := p.stderr.String(); got != wantStderr {
 				t.Errorf("standard error:\n%s\nwant:\n%s", got, wantStderr)
 			}
 			dbLog, master := p.logLines(t, "7"), p.logLines(t, "master")
+			if os.Geteuid() == 0 && !containsLine(master, "warning: pgjobsagent runs as root") {
+				t.Errorf("the master log at level %d does not warn that the agent runs as root:\n%s", tt.level, strings.Join(master, "\n"))
+			}
 			for _, l := range append(append([]string{}, dbLog...), master...) {
 				if l != "" && !logLine.MatchString(l) {
 					t.Errorf("not a date|time|status|message line: %q", l)

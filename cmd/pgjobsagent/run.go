@@ -72,10 +72,19 @@ Example:
 			&cli.StringFlag{Name: "pidfile", Usage: "write the process id to `FILE` while running and hold a lock (flock) on it: a second agent with the same FILE refuses to start, a stale FILE is taken over; FILE must be a regular file, not a symbolic link"},
 			&cli.BoolFlag{Name: "check-config", Usage: "check the configuration file and every database it names, print the problems and exit"},
 			&cli.DurationFlag{Name: "grace", Value: 30 * time.Second, Usage: "how long a soft stop waits for runs in flight, a `DURATION` such as 30s or 2m"},
+			&cli.BoolFlag{Name: "man", Hidden: true, Usage: "print the man page (for packaging)"},
 		},
 		Action: func(c *cli.Context) error {
 			if c.NArg() > 0 {
 				return usageError{fmt.Errorf("pgjobsagent takes no arguments (got %q)", c.Args().First())}
+			}
+			if c.Bool("man") {
+				page, err := c.App.ToMan()
+				if err != nil {
+					return fmt.Errorf("generate the man page: %w", err)
+				}
+				_, err = fmt.Fprint(stdout, page)
+				return err
 			}
 			path := config.ResolvePath(c.String("config"), os.Getenv)
 			if c.Bool("check-config") {
@@ -179,6 +188,12 @@ func serve(c *cli.Context, path string, stderr io.Writer, ready chan<- *agent.Ma
 	}, masterLog)
 	masterLog.Log(c.Context, agentlog.LevelEssential, "pgjobsagent starting", "status", "starting",
 		"version", version, "commit", commit, "config", path, "log_dir", logs.dir, "master_loglevel", int(f.Master()), "sessions", sessionsSetting(f), "databases", len(f.Databases()))
+	if os.Geteuid() == 0 {
+		// Runs go through sessions of their owners, so root gains nothing; but a process that reads
+		// ~/.pgpass and writes logs should not have root's power over the machine.
+		masterLog.Error("warning: pgjobsagent runs as root; run it as the postgres OS user (the init script and the systemd unit do)", "status", "starting")
+		fmt.Fprintln(stderr, "pgjobsagent: warning: running as root; run it as the postgres OS user (the init script and the systemd unit do)")
+	}
 	for _, d := range f.Databases() {
 		masterLog.Log(c.Context, agentlog.LevelEssential, "database in the configuration", "status", "starting",
 			"id", d.ID, "target", d.Target(), "user", d.ResolvedUser(), "loglevel", int(d.LogLevel))
