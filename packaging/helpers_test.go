@@ -65,6 +65,13 @@ func copyFile(t *testing.T, from, to string) {
 	}
 }
 
+func writeFile(t *testing.T, path, text string) {
+	t.Helper()
+	if err := os.WriteFile(path, []byte(text), 0o640); err != nil {
+		t.Fatal(err)
+	}
+}
+
 // checkPath checks the type and permissions, owner and group of path.
 func checkPath(t *testing.T, path string, mode os.FileMode, owner, group string) {
 	t.Helper()

@@ -39,11 +39,26 @@ func testInstallScripts(t *testing.T, ctx context.Context, cluster *pgtest.Clust
 	tool, conf := share+"/pgjobs", share+"/pgjobs.conf"
 	mustRun(t, tool, "--config", conf, "enabledb", "-h", cluster.Host(), "-p", strconv.Itoa(cluster.Port()), "-d", db, "-u", cluster.User())
 	remove := filepath.Join(dist, "pgjobs-remove")
-	if out := mustRun(t, remove, "--destdir", root); !strings.Contains(out, "disabled database "+db) {
-		t.Errorf("pgjobs-remove did not say it disabled %s:\n%s", db, out)
+	// A database that cannot be reached keeps every other as it was, and every file.
+	text := mustRead(t, conf)
+	indented := strings.Replace(text, "\n1=", "\n\t1=", 1) // the tool reads rows with leading blanks too
+	down := "9=" + cluster.Host() + "|1|nowhere|0|" + cluster.User() + "|none|none\n"
+	writeFile(t, conf, indented+down)
+	if code, out := run(remove, "--destdir", root); code != 1 || !strings.Contains(out, "nothing was changed") {
+		t.Errorf("pgjobs-remove with a database down: exit %d, want 1 saying nothing was changed:\n%s", code, out)
+	}
+	if _, err := os.Stat(share + "/pgjobsagent"); err != nil {
+		t.Errorf("pgjobs-remove with a database down deleted the agent: %v", err)
 	}
 	conn := connect(t, ctx, cluster, db)
 	var schema *string
+	if err := conn.QueryRow(ctx, "SELECT to_regnamespace('pgjobs')::text").Scan(&schema); err != nil || schema == nil {
+		t.Errorf("pgjobs-remove with another database down disabled %s (%v)", db, err)
+	}
+	writeFile(t, conf, indented)
+	if out := mustRun(t, remove, "--destdir", root); !strings.Contains(out, "disabled database "+db) {
+		t.Errorf("pgjobs-remove did not say it disabled %s:\n%s", db, out)
+	}
 	if err := conn.QueryRow(ctx, "SELECT to_regnamespace('pgjobs')::text").Scan(&schema); err != nil || schema != nil {
 		t.Errorf("database %s keeps its pgjobs schema after pgjobs-remove (%v)", db, err)
 	}
@@ -70,6 +85,13 @@ func testInstallScripts(t *testing.T, ctx context.Context, cluster *pgtest.Clust
 	}
 	if _, err := os.Stat(share + "/pgjobsagent"); err == nil {
 		t.Error("pgjobs-remove --keep-config kept the agent")
+	}
+
+	// Installed under another prefix, the installed pgjobs-remove finds its configuration.
+	mustRun(t, remove, "--destdir", root)
+	mustRun(t, install, "--destdir", root, "--prefix", "/opt/pgj")
+	if out := mustRun(t, root+"/opt/pgj/share/pgjobs/pgjobs-remove", "--destdir", root); strings.Contains(out, "kept") || !strings.Contains(out, "deleted /opt/pgj/share/pgjobs/pgjobs.conf") {
+		t.Errorf("the installed pgjobs-remove of prefix /opt/pgj did not remove that install:\n%s", out)
 	}
 
 	// Without root and without --destdir, both refuse, saying why.

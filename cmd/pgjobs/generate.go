@@ -13,11 +13,11 @@ func generateCommand() *cli.Command {
 	return &cli.Command{
 		Name:      "generate",
 		Hidden:    true,
-		Usage:     "print a file that packaging installs: man (the man page) or config (a new install's configuration)",
-		UsageText: "pgjobs generate man|config",
+		Usage:     "print what packaging needs: man (the man page), config (a new install's configuration) or databases (the configuration's rows: ID HOST PORT DATABASE USER, a line each)",
+		UsageText: "pgjobs [--config FILE] generate man|config|databases",
 		Action: func(c *cli.Context) error {
 			if c.NArg() != 1 {
-				return usagef("pgjobs generate takes one argument, man or config")
+				return usagef("pgjobs generate takes one argument, man, config or databases")
 			}
 			switch c.Args().First() {
 			case "man":
@@ -34,8 +34,21 @@ func generateCommand() *cli.Command {
 				}
 				_, err := fmt.Fprint(c.App.Writer, text)
 				return err
+			case "databases":
+				// For pgjobs-remove and the maintainer scripts: the rows as the agent reads them, so
+				// that a shell never parses the file itself.
+				f, err := config.Load(configPath(c))
+				if err != nil {
+					return err
+				}
+				for _, d := range f.Databases() {
+					if _, err := fmt.Fprintf(c.App.Writer, "%d %s %s %s %s\n", d.ID, d.Host, d.Port, d.Name, d.User); err != nil {
+						return err
+					}
+				}
+				return nil
 			default:
-				return usagef("pgjobs generate: no file %q; choose man or config", c.Args().First())
+				return usagef("pgjobs generate: no %q; choose man, config or databases", c.Args().First())
 			}
 		},
 	}

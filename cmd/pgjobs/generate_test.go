@@ -1,6 +1,8 @@
 package main
 
 import (
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -27,9 +29,17 @@ func TestGenerate(t *testing.T) {
 		t.Errorf("generate man: exit %d, want a man page naming enabledb:\n%.300s%s", r.code, r.stdout, r.stderr)
 	}
 	for _, args := range [][]string{{"generate"}, {"generate", "rpm"}} {
-		if r := runInProcess(args...); r.code != exitUsage || !strings.Contains(r.stderr, "man or config") {
+		if r := runInProcess(args...); r.code != exitUsage || !strings.Contains(r.stderr, "man, config or databases") {
 			t.Errorf("%v: exit %d, want %d and a message naming man and config: %s", args, r.code, exitUsage, r.stderr)
 		}
+	}
+	conf := filepath.Join(t.TempDir(), "pgjobs.conf")
+	if err := os.WriteFile(conf, []byte("system=4.00\nmaster=0\n  3=default|default|sales|0|default|none|none  # indented\n7=/run/pg|5433|b|2|alice|none|none\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	r = runInProcess("--config", conf, "generate", "databases")
+	if want := "3 default default sales default\n7 /run/pg 5433 b alice\n"; r.code != 0 || r.stdout != want {
+		t.Errorf("generate databases: exit %d, %q, want %q: %s", r.code, r.stdout, want, r.stderr)
 	}
 	if r := runInProcess("--help"); strings.Contains(r.stdout, "generate") {
 		t.Errorf("--help lists the packaging command generate:\n%s", r.stdout)
