@@ -143,6 +143,12 @@ func testPackage(t *testing.T, ctx context.Context, cluster *pgtest.Cluster, deb
 		t.Errorf("status after reload: exit %d, want 0: %s", code, out)
 	}
 
+	// The pid file is postgres's to write: made a FIFO, it must not hang root's status or stop.
+	mustRun(t, "runuser", "-u", pg.Username, "--", "sh", "-c", "rm -f /run/pgjobs/pgjobsagent.pid && mkfifo /run/pgjobs/pgjobsagent.pid")
+	if code, out := run("timeout", "10", "/etc/init.d/pgjobs", "status"); code != 0 {
+		t.Errorf("status with a FIFO for a pid file: exit %d, want 0 (running), not a hang (124): %s", code, out)
+	}
+
 	// An upgrade (the same package again) keeps the configuration and starts the agent again: the
 	// configuration names a database.
 	confBefore := mustRead(t, shareDir+"/pgjobs.conf")
