@@ -49,6 +49,7 @@ type Budget struct {
 	quiet      chan struct{}         // closed when no run waits in line; nil until Quiet asks
 	openTook   time.Duration         // how long opening a session takes, on average
 	holds      map[key]time.Duration // how long a run of each line holds its session, on average
+	lastBack   map[key]time.Time     // when a run of each line last gave its session back
 }
 
 // key names a line: the runs of one owner in one database.

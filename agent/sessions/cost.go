@@ -23,12 +23,28 @@ func averaged(avg, d time.Duration) time.Duration {
 // opened records that opening a session took d. b.mu is held.
 func (b *Budget) opened(d time.Duration) { b.openTook = averaged(b.openTook, d) }
 
-// heldFor records that a run of line k held its session for d. b.mu is held.
+// heldFor records that a run of line k held its session for d, and gave it back now. b.mu is held.
 func (b *Budget) heldFor(k key, d time.Duration) {
 	if b.holds == nil {
-		b.holds = map[key]time.Duration{}
+		b.holds, b.lastBack = map[key]time.Duration{}, map[key]time.Time{}
 	}
 	b.holds[k] = averaged(b.holds[k], d)
+	b.lastBack[k] = time.Now()
+}
+
+// stuckSince is when line k's first run began to wait with none of k's sessions given back since:
+// once that is longer ago than twice the time a session takes to open, its sessions are held by
+// long runs, whatever the average says. The zero time when k has no run waiting. b.mu is held.
+func (b *Budget) stuckSince(k key) time.Time {
+	line := b.lines[k]
+	if len(line) == 0 {
+		return time.Time{}
+	}
+	since := line[0].since
+	if back := b.lastBack[k]; back.After(since) {
+		since = back
+	}
+	return since
 }
 
 // roomToRun is room for a run of line k: closing another line's idle session only when that is
@@ -46,13 +62,15 @@ func (b *Budget) forget(p *Pool) {
 	for k := range b.holds {
 		if k.pool == p {
 			delete(b.holds, k)
+			delete(b.lastBack, k)
 		}
 	}
 }
 
 // worthMoving reports whether line k gains from a session of its own in place of another line's
-// idle one, closed for it: always when k holds none or its first run has waited past OldestAfter (a
-// session held by a long run frees late), else when its waiting runs (the asking one at least)
+// idle one, closed for it: always when k holds none, when its first run has waited past OldestAfter,
+// or when none of its sessions came back for twice the time a session takes to open while a run
+// waited (they are held by long runs), else when its waiting runs (the asking one at least)
 // would keep the sessions it holds busy for more than twice the time a session takes to open: the
 // time the new one saves (what is left once it is open, shared by one session more) is then worth
 // the server's work of a new session and of the first run on it. b.mu is held.
@@ -68,6 +86,9 @@ func (b *Budget) worthMoving(k key) bool {
 	hold, open := b.holds[k], b.openTook
 	if hold == 0 || open == 0 {
 		return true // nothing measured yet
+	}
+	if since := b.stuckSince(k); !since.IsZero() && time.Since(since) > 2*open {
+		return true
 	}
 	busy := time.Duration(max(1, len(line))) * hold / time.Duration(held)
 	return busy > 2*open

@@ -11,7 +11,8 @@ import (
 
 // A run whose line holds a session already waits for it rather than close another database's idle
 // session to open one, when its line's runs are done sooner than a session opens; once it has
-// waited OldestAfter, it closes the idle one (its own session may be held by a long run).
+// waited OldestAfter, or twice the time a session takes to open with none of its line's sessions
+// given back (held by a long run), it closes the idle one.
 func TestNoSessionMovesForWorkDoneBeforeItOpens(t *testing.T) {
 	t.Parallel()
 	for _, tc := range []struct {
@@ -21,6 +22,7 @@ func TestNoSessionMovesForWorkDoneBeforeItOpens(t *testing.T) {
 	}{
 		{"short work waits for its own session", time.Hour, false},
 		{"a run waiting past OldestAfter closes the idle session", 50 * time.Millisecond, true},
+		{"a run whose line's session does not come back closes the idle one", time.Hour, true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
@@ -28,10 +30,10 @@ func TestNoSessionMovesForWorkDoneBeforeItOpens(t *testing.T) {
 			alice := cluster.NewRole(t, "alice", db1)
 			b := sessions.NewBudget(3) // alice may hold 2
 			b.OldestAfter = tc.oldestAfter
-			// Opening a session takes at least 100 ms; a run holds one for a reset's round trip.
+			// Opening a session takes at least 250 ms; a run holds one for a reset's round trip.
 			slow := func(o sessions.Opener) sessions.Opener {
 				return func(ctx context.Context, owner string) (*pgx.Conn, time.Time, error) {
-					time.Sleep(100 * time.Millisecond)
+					time.Sleep(250 * time.Millisecond)
 					return o(ctx, owner)
 				}
 			}

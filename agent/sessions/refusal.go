@@ -82,8 +82,9 @@ func (b *Budget) paused(k key) bool {
 }
 
 // armRetry makes sure the lines are served again when the earliest pause ends, or when the first
-// run of a line has waited OldestAfter (it may then close another line's idle session, see
-// worthMoving). b.mu is held.
+// run of a line has waited OldestAfter or its line's sessions have been out for twice the time a
+// session takes to open (it may then close another line's idle session, see worthMoving). b.mu is
+// held.
 func (b *Budget) armRetry() {
 	now := time.Now()
 	var at time.Time
@@ -99,6 +100,9 @@ func (b *Budget) armRetry() {
 	for _, k := range b.turns {
 		consider(k.pool.pause.until)
 		consider(b.lines[k][0].since.Add(b.oldestAfter()))
+		if since := b.stuckSince(k); !since.IsZero() && b.openTook > 0 {
+			consider(since.Add(2*b.openTook + time.Millisecond))
+		}
 	}
 	if at.IsZero() || (b.retry != nil && !b.retryAt.After(at)) {
 		return // no pause, or served sooner already
