@@ -50,6 +50,7 @@ type Budget struct {
 	openTook   time.Duration         // how long opening a session takes, on average
 	holds      map[key]time.Duration // how long a run of each line holds its session, on average
 	lastBack   map[key]time.Time     // when a run of each line last gave its session back
+	heldBack   bool                  // a line was refused a move since the lines were last served
 }
 
 // key names a line: the runs of one owner in one database.

@@ -25,6 +25,9 @@ func (b *Budget) opened(d time.Duration) { b.openTook = averaged(b.openTook, d) 
 
 // heldFor records that a run of line k held its session for d, and gave it back now. b.mu is held.
 func (b *Budget) heldFor(k key, d time.Duration) {
+	if k.pool.closed {
+		return // forgotten when it closed; a session lent then comes back later
+	}
 	if b.holds == nil {
 		b.holds, b.lastBack = map[key]time.Duration{}, map[key]time.Time{}
 	}
@@ -52,7 +55,8 @@ func (b *Budget) stuckSince(k key) time.Time {
 func (b *Budget) roomToRun(k key) (evict *Session, ok bool) {
 	evict, ok = b.room(k)
 	if evict != nil && !b.worthMoving(k) {
-		return nil, false // k's runs wait in line; armRetry serves them once they waited OldestAfter
+		b.heldBack = true // dispatch then arms the timer that serves k once moving is worth it
+		return nil, false
 	}
 	return evict, ok
 }
@@ -90,6 +94,7 @@ func (b *Budget) worthMoving(k key) bool {
 	if since := b.stuckSince(k); !since.IsZero() && time.Since(since) > 2*open {
 		return true
 	}
-	busy := time.Duration(max(1, len(line))) * hold / time.Duration(held)
-	return busy > 2*open
+	// The runs waiting keep the held sessions busy for n×hold/held: more than 2×open? Compared by
+	// division, which cannot overflow.
+	return hold > 2*open*time.Duration(held)/time.Duration(max(1, len(line)))
 }

@@ -79,3 +79,43 @@ func TestNoSessionMovesForWorkDoneBeforeItOpens(t *testing.T) {
 		})
 	}
 }
+
+// A run that reaches the front of its line after the timers of the runs before it have fired is
+// still served once moving is worth it (the independent review's finding: it waited for an
+// unrelated event, minutes at worst).
+func TestHeldBackRunBehindAnotherIsServed(t *testing.T) {
+	t.Parallel()
+	db1, db2 := cluster.NewDatabase(t), cluster.NewDatabase(t)
+	alice := cluster.NewRole(t, "alice", db1)
+	b := sessions.NewBudget(3) // alice may hold 2
+	b.OldestAfter = 300 * time.Millisecond
+	slow := func(o sessions.Opener) sessions.Opener {
+		return func(ctx context.Context, owner string) (*pgx.Conn, time.Time, error) {
+			time.Sleep(100 * time.Millisecond)
+			return o(ctx, owner)
+		}
+	}
+	p1 := b.NewPool(context.Background(), 32, slow(opener(cluster, db1)))
+	p2 := b.NewPool(context.Background(), 32, slow(opener(cluster, db2)))
+	t.Cleanup(p1.Close)
+	t.Cleanup(p2.Close)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+
+	got(t, acquire(t, ctx, p1, alice), "db1's first run").Release() // its hold is measured
+	s1 := got(t, acquire(t, ctx, p1, alice), "db1's long run")
+	s2 := got(t, acquire(t, ctx, p2, alice), "db2's run")
+	q1 := acquire(t, ctx, p1, alice)
+	time.Sleep(2 * b.OldestAfter) // q1's timer fires with nothing to move: alice holds all she may
+	q2 := acquire(t, ctx, p1, alice)
+	s1.Release() // to q1, the front of db1's line; q2 is now the front
+	first := got(t, q1, "db1's first waiting run")
+	defer first.Release()
+	s2.Release() // idle in db2: q2 may close it once it has waited OldestAfter
+	select {
+	case s := <-q2:
+		s.Release()
+	case <-time.After(10 * time.Second):
+		t.Fatal("a run that came to the front of its line after the timers of the run before it was not served")
+	}
+}

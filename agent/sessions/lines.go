@@ -9,6 +9,12 @@ import "time"
 // to a line that has to open one only as moves says: lines that hold about as many sessions as
 // their work needs keep them, rather than closing one for every run of another line. b.mu is held.
 func (b *Budget) dispatch() {
+	defer func() {
+		if b.heldBack { // a line left waiting is served again once moving is worth it (armRetry)
+			b.heldBack = false
+			b.armRetry()
+		}
+	}()
 	for len(b.turns) > 0 {
 		best, bestIdle := -1, false
 		for i := range len(b.turns) {

@@ -99,7 +99,7 @@ func (b *Budget) armRetry() {
 	}
 	for _, k := range b.turns {
 		consider(k.pool.pause.until)
-		consider(b.lines[k][0].since.Add(b.oldestAfter()))
+		consider(b.lines[k][0].since.Add(b.oldestAfter() + time.Millisecond))
 		if since := b.stuckSince(k); !since.IsZero() && b.openTook > 0 {
 			consider(since.Add(2*b.openTook + time.Millisecond))
 		}
