@@ -26,21 +26,10 @@ func TestNoSessionMovesForWorkDoneBeforeItOpens(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
-			db1, db2 := cluster.NewDatabase(t), cluster.NewDatabase(t)
-			alice := cluster.NewRole(t, "alice", db1)
 			b := sessions.NewBudget(3) // alice may hold 2
 			b.OldestAfter = tc.oldestAfter
 			// Opening a session takes at least 250 ms; a run holds one for a reset's round trip.
-			slow := func(o sessions.Opener) sessions.Opener {
-				return func(ctx context.Context, owner string) (*pgx.Conn, time.Time, error) {
-					time.Sleep(250 * time.Millisecond)
-					return o(ctx, owner)
-				}
-			}
-			p1 := b.NewPool(context.Background(), 32, slow(opener(cluster, db1)))
-			p2 := b.NewPool(context.Background(), 32, slow(opener(cluster, db2)))
-			t.Cleanup(p1.Close)
-			t.Cleanup(p2.Close)
+			alice, p1, p2 := slowDatabases(t, b, 250*time.Millisecond)
 			ctx, cancel := context.WithCancel(context.Background())
 			defer cancel()
 
@@ -85,20 +74,9 @@ func TestNoSessionMovesForWorkDoneBeforeItOpens(t *testing.T) {
 // unrelated event, minutes at worst).
 func TestHeldBackRunBehindAnotherIsServed(t *testing.T) {
 	t.Parallel()
-	db1, db2 := cluster.NewDatabase(t), cluster.NewDatabase(t)
-	alice := cluster.NewRole(t, "alice", db1)
 	b := sessions.NewBudget(3) // alice may hold 2
 	b.OldestAfter = 300 * time.Millisecond
-	slow := func(o sessions.Opener) sessions.Opener {
-		return func(ctx context.Context, owner string) (*pgx.Conn, time.Time, error) {
-			time.Sleep(100 * time.Millisecond)
-			return o(ctx, owner)
-		}
-	}
-	p1 := b.NewPool(context.Background(), 32, slow(opener(cluster, db1)))
-	p2 := b.NewPool(context.Background(), 32, slow(opener(cluster, db2)))
-	t.Cleanup(p1.Close)
-	t.Cleanup(p2.Close)
+	alice, p1, p2 := slowDatabases(t, b, 100*time.Millisecond)
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 
@@ -118,4 +96,23 @@ func TestHeldBackRunBehindAnotherIsServed(t *testing.T) {
 	case <-time.After(10 * time.Second):
 		t.Fatal("a run that came to the front of its line after the timers of the run before it was not served")
 	}
+}
+
+// slowDatabases returns alice and the pools of two new databases in b whose sessions take at least
+// opening to open; the pools close when the test ends.
+func slowDatabases(t *testing.T, b *sessions.Budget, opening time.Duration) (alice string, p1, p2 *sessions.Pool) {
+	t.Helper()
+	db1, db2 := cluster.NewDatabase(t), cluster.NewDatabase(t)
+	alice = cluster.NewRole(t, "alice", db1)
+	slow := func(o sessions.Opener) sessions.Opener {
+		return func(ctx context.Context, owner string) (*pgx.Conn, time.Time, error) {
+			time.Sleep(opening)
+			return o(ctx, owner)
+		}
+	}
+	p1 = b.NewPool(context.Background(), 32, slow(opener(cluster, db1)))
+	p2 = b.NewPool(context.Background(), 32, slow(opener(cluster, db2)))
+	t.Cleanup(p1.Close)
+	t.Cleanup(p2.Close)
+	return alice, p1, p2
 }
