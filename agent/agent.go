@@ -31,6 +31,9 @@ type Options struct {
 	Name string
 	// MaxRuns is how many runs of one database may go on at once; 0 means 32.
 	MaxRuns int
+	// TaskRuns is how many tasks of one database may run at once; 0 means 8. Their sessions come
+	// from the same budget as the runs'.
+	TaskRuns int
 	// Sessions is the most sessions the agent opens on one server (host and port), for all its
 	// database agents there: their leader and history sessions, and their runs' sessions, which
 	// runs wait for in turns. 0 means half the connections the server accepts from ordinary roles
@@ -55,6 +58,9 @@ type Options struct {
 	// OnEvent, when not nil, is called on each change of a database agent's state (Event), with
 	// the database's id: a hook for tests.
 	OnEvent func(id int, e Event)
+	// OnTasksEnded, when not nil, is called after the ends of tasks were written, with the
+	// database's id and the tasks' ids: a hook for tests.
+	OnTasksEnded func(id int, tasks []int64)
 	// OnReload, when not nil, is called after each reload of a database agent's jobs on a change
 	// notification, with the database's id: a hook for tests.
 	OnReload func(id int)
@@ -72,6 +78,9 @@ func (o Options) withDefaults() Options {
 	}
 	if o.MaxRuns <= 0 {
 		o.MaxRuns = 32
+	}
+	if o.TaskRuns <= 0 {
+		o.TaskRuns = 8
 	}
 	if o.RetryMin <= 0 {
 		o.RetryMin = time.Second

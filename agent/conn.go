@@ -135,6 +135,7 @@ func (a *dbAgent) resetPools() {
 		a.records.Reset()
 	}
 	a.owners.Reset()
+	a.taskOwners.Reset()
 }
 
 func (a *dbAgent) closePools() {
@@ -145,4 +146,5 @@ func (a *dbAgent) closePools() {
 		a.unreserveRecords()
 	}
 	a.owners.Close()
+	a.taskOwners.Close()
 }

@@ -14,6 +14,7 @@ import (
 	"github.com/pgjobs/pgjobs/agent/agentlog"
 	"github.com/pgjobs/pgjobs/agent/jobs"
 	"github.com/pgjobs/pgjobs/agent/sessions"
+	"github.com/pgjobs/pgjobs/agent/task"
 	"github.com/pgjobs/pgjobs/sqlschema"
 )
 
@@ -42,6 +43,9 @@ type dbAgent struct {
 
 	jobs *jobs.Service
 
+	taskOwners *sessions.Pool // the sessions of the task owners, TaskRuns lent at most
+	tasks      *task.Service
+
 	startupDone atomic.Bool // startup jobs ran in this agent's life
 	anchor      time.Time   // the instant interval schedules count from: the agent's start, or its takeover
 
@@ -58,6 +62,15 @@ func newDBAgent(db Database, opt Options, runCtx context.Context, budget *sessio
 		anchor: opt.Start,
 	}
 	a.owners = budget.NewPool(runCtx, opt.MaxRuns, a.openOwnerSession)
+	a.taskOwners = budget.NewPool(runCtx, opt.TaskRuns, a.openOwnerSession)
+	a.tasks = task.New(runCtx, task.Config{
+		Clock: opt.Clock, Location: opt.Location, Log: a.log, Sessions: a.taskOwners, Slots: opt.TaskRuns,
+		OnEnded: func(ids []int64) {
+			if opt.OnTasksEnded != nil {
+				opt.OnTasksEnded(db.ID, ids)
+			}
+		},
+	})
 	a.jobs = jobs.New(runCtx, jobs.Config{
 		Name: opt.Name, Clock: opt.Clock, Location: opt.Location, Log: a.log,
 		Budget: budget, Owners: a.owners, Records: a.recordsPool,
@@ -81,6 +94,7 @@ func (a *dbAgent) logf(level slog.Level, status, format string, args ...any) {
 func (a *dbAgent) run(ctx context.Context) {
 	defer a.closePools()
 	defer a.jobs.Wait()
+	defer a.tasks.Wait()
 	a.logf(agentlog.LevelEssential, agentlog.StatusStarting, "database agent %d starting", a.db.ID)
 	retry := a.opt.RetryMin
 	var outageSince time.Time

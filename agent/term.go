@@ -13,6 +13,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/pgjobs/pgjobs/agent/agentlog"
 	"github.com/pgjobs/pgjobs/agent/jobs"
+	"github.com/pgjobs/pgjobs/agent/task"
 	"github.com/pgjobs/pgjobs/sqlschema"
 	"golang.org/x/sync/errgroup"
 )
@@ -65,7 +66,7 @@ func (a *dbAgent) serve(ctx context.Context, onConnected func()) error {
 		return err
 	}
 	defer a.release(conn, epoch)
-	if _, err := conn.Exec(ctx, "UNLISTEN pgjobs_leader; LISTEN pgjobs; LISTEN pgjobs_ping"); err != nil {
+	if _, err := conn.Exec(ctx, "UNLISTEN pgjobs_leader; LISTEN pgjobs; LISTEN pgjobs_ping; LISTEN pgjobs_task"); err != nil {
 		return fmt.Errorf("listen for changes: %w", err)
 	}
 	records, err := a.recordsPool()
@@ -81,7 +82,7 @@ func (a *dbAgent) serve(ctx context.Context, onConnected func()) error {
 	a.logf(agentlog.LevelEssential, agentlog.StatusStarting, "active on %s as session %d", cfg.Database, server.PID)
 	a.event(EventActive)
 
-	return a.runServices(ctx, conn, records, term{epoch: epoch, termStart: start, stop: ctx, progress: &atomic.Int64{}})
+	return a.runServices(ctx, conn, records, term{epoch: epoch, termStart: start, stop: ctx, progress: &atomic.Int64{}, taskProgress: &atomic.Int64{}})
 }
 
 // errStopping ends a term's services when the agent stops softly, once the runs have ended.
@@ -95,11 +96,21 @@ var errStopping = errors.New("the agent is stopping")
 func (a *dbAgent) runServices(ctx context.Context, conn *pgx.Conn, records *pgxpool.Pool, t term) error {
 	wakeUps := newDispatcher(conn)
 	t.changes, t.pings = wakeUps.topic("pgjobs"), wakeUps.topic("pgjobs_ping")
+	taskWake := wakeUps.topic("pgjobs_task")
 	upkeepDue := make(chan struct{}, 1)
 	services, servicesCtx := errgroup.WithContext(context.Background())
 	services.Go(func() error { return wakeUps.listen(servicesCtx) })
 	services.Go(func() error { return a.answer(servicesCtx, records, t) })
 	services.Go(func() error { return a.upkeep(servicesCtx, records, upkeepDue) })
+	tasksDrained := make(chan struct{})
+	services.Go(func() error {
+		defer close(tasksDrained)
+		tasksCtx, stopTasks := context.WithCancelCause(servicesCtx)
+		defer stopTasks(nil)
+		defer context.AfterFunc(ctx, func() { stopTasks(context.Cause(ctx)) })()
+		// On a soft stop it returns once its runs have ended and their ends are written.
+		return a.tasks.Run(tasksCtx, task.Term{Epoch: t.epoch, Records: records, Wake: taskWake, UpkeepDue: upkeepDue, Stopping: ctx, Progress: t.taskProgress})
+	})
 	services.Go(func() error {
 		jobsCtx, stopJobs := context.WithCancelCause(servicesCtx)
 		defer stopJobs(nil)
@@ -109,6 +120,7 @@ func (a *dbAgent) runServices(ctx context.Context, conn *pgx.Conn, records *pgxp
 		if ctx.Err() != nil {
 			t.progress.Store(0) // waiting for the runs: the answers go on
 			a.jobs.Wait()
+			<-tasksDrained
 			return errStopping
 		}
 		return err
@@ -135,6 +147,9 @@ type term struct {
 	changes  <-chan struct{} // pgjobs: the jobs changed
 	pings    <-chan struct{} // pgjobs_ping: a standby asks whether the leader lives
 	progress *atomic.Int64   // when the loop left its wait (Unix ns), 0 while it waits
+	// taskProgress is the same of the task service: a statement of it that waits for a lock wakes
+	// the watch for intruders too, but it does not decide the answers to the standbys.
+	taskProgress *atomic.Int64
 }
 
 // termStart is what a term starts with: whether it is a start for the database (startup jobs run),
@@ -163,8 +178,11 @@ func (a *dbAgent) startTerm(previous *string) termStart {
 }
 
 // busyFor returns how long the loop has been away from its wait; 0 while it waits.
-func (t term) busyFor() time.Duration {
-	since := t.progress.Load()
+func (t term) busyFor() time.Duration { return busySince(t.progress) }
+
+// busyFor returns how long a service has been away from its wait, by its progress; 0 while it waits.
+func busySince(progress *atomic.Int64) time.Duration {
+	since := progress.Load()
 	if since == 0 {
 		return 0
 	}
@@ -199,7 +217,7 @@ func (a *dbAgent) answer(ctx context.Context, records *pgxpool.Pool, t term) err
 		case <-answerDue:
 			answerDue = nil
 		case <-tick.C:
-			if busy := t.busyFor(); busy >= watchAfter && time.Since(watched) >= watchAfter {
+			if busy := max(t.busyFor(), busySince(t.taskProgress)); busy >= watchAfter && time.Since(watched) >= watchAfter {
 				watched = time.Now()
 				if err := a.endIntrudersOn(ctx, records); err != nil && ctx.Err() == nil {
 					a.logf(agentlog.LevelError, agentlog.StatusFiring, "%v", err)

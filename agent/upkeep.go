@@ -35,4 +35,9 @@ func (a *dbAgent) prune(ctx context.Context, records *pgxpool.Pool) {
 	} else if n > 0 {
 		a.logf(agentlog.LevelInfo, agentlog.StatusFiring, "deleted %d runs older than the run_retention setting", n)
 	}
+	if n, err := sqlschema.TaskPrune(ctx, records); err != nil {
+		a.logf(agentlog.LevelError, agentlog.StatusFiring, "%v", err)
+	} else if n > 0 {
+		a.logf(agentlog.LevelInfo, agentlog.StatusFiring, "deleted %d ended tasks older than the task_retention setting", n)
+	}
 }

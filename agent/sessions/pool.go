@@ -253,6 +253,13 @@ func (s *Session) Release() {
 	s.giveBackReset(err)
 }
 
+// ReleaseKeepingState gives the session back after a run without resetting it, so that the next
+// run of its owner on it sees the settings and temporary tables this one left (a task's save): kept
+// only when no transaction is left open, else closed.
+func (s *Session) ReleaseKeepingState() {
+	s.giveBack(!s.Conn.PgConn().IsClosed() && s.Conn.PgConn().TxStatus() == 'I')
+}
+
 // Close closes the session instead of giving it back: its run failed in a way that leaves it in
 // doubt.
 func (s *Session) Close() { s.giveBack(false) }

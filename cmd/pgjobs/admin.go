@@ -99,7 +99,7 @@ Example:
 transaction, then writes system=VERSION. If a database cannot be upgraded, the version is not written.
 
 Example:
-   pgjobs updatesystem -v 4.00`,
+   pgjobs updatesystem -v 5.00`,
 			Flags:  []cli.Flag{&cli.StringFlag{Name: "v", Usage: "system `VERSION`: the version of this pgjobs (pgjobs viewsystem after an upgrade prints it)"}, configFlag()},
 			Action: updateSystem,
 		}),

@@ -1,0 +1,127 @@
+package task
+
+import (
+	"fmt"
+	"time"
+
+	"github.com/jackc/pgx/v5/pgtype"
+	"github.com/pgjobs/pgjobs/agent/agentlog"
+	"github.com/pgjobs/pgjobs/agent/sessions"
+	"github.com/pgjobs/pgjobs/sqlschema"
+)
+
+// start runs a claimed task in the background.
+func (s *Service) start(t sqlschema.ClaimedTask) {
+	s.mu.Lock()
+	s.running[t.ID] = true
+	s.mu.Unlock()
+	s.runs.Add(1)
+	go func() {
+		defer s.runs.Done()
+		s.run(t)
+	}()
+}
+
+// forget drops a task this agent claimed but leaves to the next leader's reset: the agent stops.
+func (s *Service) forget(id int64) {
+	s.mu.Lock()
+	delete(s.running, id)
+	s.mu.Unlock()
+}
+
+// run runs a claimed task on a session of its owner and queues its end. The session goes back as
+// soon as the input has run, before the end is written.
+func (s *Service) run(t sqlschema.ClaimedTask) {
+	refuse := func(why string) {
+		now := s.cfg.Clock.Now()
+		text := AgentErrorText(why, t.Input)
+		s.end(t, now, now, Result{Error: &text, SQLState: "42501"})
+	}
+	switch {
+	case t.OwnerName == nil:
+		refuse(fmt.Sprintf("task %d: its owner (role OID %d) was dropped: the task does not run", t.ID, t.Owner))
+		return
+	case !t.OwnerLogin:
+		refuse(fmt.Sprintf("task %d: its owner %s may not log in or has expired: the task does not run", t.ID, *t.OwnerName))
+		return
+	case t.Remote != nil:
+		refuse(fmt.Sprintf("task %d: remote tasks are not run by this version of pgjobs yet", t.ID))
+		return
+	}
+	owner := *t.OwnerName
+	session, err := s.cfg.Sessions.Acquire(s.runCtx, owner, sessions.Hooks{
+		Waiting: func(ahead int) {
+			s.logf(agentlog.LevelInfo, agentlog.StatusFiring, "task %d waiting for a session of %s: %d runs of that role ahead", t.ID, owner, ahead)
+		},
+	})
+	if err != nil {
+		if s.runCtx.Err() != nil {
+			s.logf(agentlog.LevelInfo, agentlog.StatusStopping, "task %d not started: the agent stopped; it runs under the next agent", t.ID)
+			s.forget(t.ID)
+			return
+		}
+		now := s.cfg.Clock.Now()
+		text := AgentErrorText(fmt.Sprintf("task %d: no session as %s: %v", t.ID, owner, err), t.Input)
+		s.end(t, now, now, Result{Error: &text})
+		return
+	}
+	start := s.cfg.Clock.Now()
+	s.writes.start(sqlschema.TaskStarted{ID: t.ID, Attempt: t.Attempt, PID: session.PID, Start: start})
+	s.logf(agentlog.LevelInfo, agentlog.StatusFiring, "task %d started as %s (attempt %d)", t.ID, owner, t.Attempt)
+	r := execute(s.runCtx, session.Conn.PgConn(), sqlschema.TaskBeginSQL(t.ID, t.Owner, t.Timeout), t.Input, NewOutput(t.Format))
+	stop := s.cfg.Clock.Now()
+	switch {
+	case r.Broken:
+		session.Close()
+	case t.Save:
+		session.ReleaseKeepingState()
+	default:
+		session.Release()
+	}
+	s.end(t, start, stop, r)
+}
+
+// end queues the end of a task's attempt: a retry when it failed with attempts left and a failure
+// that may pass, else its final state, with the next row of a repeating task and the spacing of a
+// negative-max group.
+func (s *Service) end(t sqlschema.ClaimedTask, start, stop time.Time, r Result) {
+	e := sqlschema.TaskEnd{ID: t.ID, Attempt: t.Attempt, Start: start, Stop: stop, Output: r.Output, Error: r.Error}
+	now := s.cfg.Clock.Now()
+	if r.Error != nil {
+		if t.Attempt <= t.Retries && retried(r.SQLState) {
+			at := RetryAt(now, t.RetryDelay, t.Attempt)
+			e.RetryAt = &at
+			s.logf(agentlog.LevelError, agentlog.StatusFiring, "task %d failed (attempt %d of %d), runs again at %s: %s", t.ID, t.Attempt, t.Retries+1, at.Format(time.RFC3339), firstLine(*r.Error))
+			s.writes.end(e)
+			return
+		}
+		s.logf(agentlog.LevelError, agentlog.StatusFiring, "task %d failed: %s", t.ID, firstLine(*r.Error))
+	} else {
+		s.logf(agentlog.LevelInfo, agentlog.StatusFiring, "task %d done in %s", t.ID, stop.Sub(start).Round(time.Millisecond))
+	}
+	if positive(t.Repeat) {
+		next := NextPlan(t.Plan, t.Repeat, t.Drift, stop, now, s.cfg.Location)
+		e.NextPlan = &next
+	}
+	if t.Max < 0 {
+		pause := pgtype.Interval{Microseconds: int64(-t.Max) * 1000, Valid: true}
+		at := NextPlan(t.Plan, pause, t.Drift, stop, now, s.cfg.Location)
+		e.SpaceAt = &at
+	}
+	s.writes.end(e)
+}
+
+// positive tells whether an interval moves time forward, as PostgreSQL compares it with zero.
+func positive(i pgtype.Interval) bool {
+	return i.Valid && sqlschema.IntervalDuration(i) > 0
+}
+
+// firstLine returns the first line of s.
+func firstLine(s string) string {
+	for i := 0; i < len(s); i++ {
+		if s[i] == '\n' {
+			return s[:i]
+		}
+	}
+	return s
+}

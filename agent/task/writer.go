@@ -1,0 +1,103 @@
+package task
+
+import (
+	"context"
+	"errors"
+	"sync"
+	"time"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/pgjobs/pgjobs/sqlschema"
+)
+
+// writeRetry is the pause before writing again what failed to be written (the database did not
+// answer); nothing is dropped meanwhile.
+const writeRetry = time.Second
+
+// writer writes the tasks' starts and ends in batches, in the order they came: a start before the
+// end of the same attempt. What could not be written stays for the next try, or the next term.
+type writer struct {
+	mu      sync.Mutex
+	started []sqlschema.TaskStarted
+	ends    []sqlschema.TaskEnd
+	kick    chan struct{} // something waits to be written
+}
+
+func newWriter() *writer { return &writer{kick: make(chan struct{}, 1)} }
+
+func (w *writer) wake() {
+	select {
+	case w.kick <- struct{}{}:
+	default:
+	}
+}
+
+// start queues the start of a task's attempt.
+func (w *writer) start(s sqlschema.TaskStarted) {
+	w.mu.Lock()
+	w.started = append(w.started, s)
+	w.mu.Unlock()
+	w.wake()
+}
+
+// end queues the end of a task's attempt.
+func (w *writer) end(e sqlschema.TaskEnd) {
+	w.mu.Lock()
+	w.ends = append(w.ends, e)
+	w.mu.Unlock()
+	w.wake()
+}
+
+// pending returns how many writes wait.
+func (w *writer) pending() int {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return len(w.started) + len(w.ends)
+}
+
+// flush writes what waits, in one transaction, and returns the ends it wrote (also those whose row
+// had moved on: they are done with). On failure everything stays queued, in order.
+func (w *writer) flush(ctx context.Context, records *pgxpool.Pool, epoch int64) ([]sqlschema.TaskEnd, error) {
+	w.mu.Lock()
+	started, ends := w.started, w.ends
+	w.started, w.ends = nil, nil
+	w.mu.Unlock()
+	if len(started) == 0 && len(ends) == 0 {
+		return nil, nil
+	}
+	if _, err := sqlschema.TaskWrite(ctx, records, epoch, started, ends); err != nil {
+		w.mu.Lock()
+		w.started, w.ends = append(started, w.started...), append(ends, w.ends...)
+		w.mu.Unlock()
+		return nil, err
+	}
+	return ends, nil
+}
+
+// loop writes whenever something is queued, until ctx ends; after each try it calls flushed with
+// the ends written, or the error. It fails only with ErrLostLead: other failures are retried.
+func (w *writer) loop(ctx context.Context, records *pgxpool.Pool, epoch int64, flushed func([]sqlschema.TaskEnd, error)) error {
+	for {
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-w.kick:
+		}
+		ends, err := w.flush(ctx, records, epoch)
+		if errors.Is(err, sqlschema.ErrLostLead) {
+			return err
+		}
+		if ctx.Err() != nil {
+			return nil
+		}
+		flushed(ends, err)
+		if err != nil {
+			select {
+			case <-ctx.Done():
+				return nil
+			case <-time.After(writeRetry):
+			}
+			w.wake()
+		}
+	}
+}

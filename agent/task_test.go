@@ -1,0 +1,83 @@
+package agent_test
+
+import (
+	"context"
+	"strings"
+	"testing"
+	"time"
+)
+
+// TestTaskOutputAndErrors: the examples of docs/tasks.md, "Output" and "Errors", run by the agent.
+func TestTaskOutputAndErrors(t *testing.T) {
+	t.Parallel()
+	d := newTaskDB(t, nil)
+	d.exec(t, "CREATE TABLE tab (n int); GRANT ALL ON tab TO PUBLIC")
+	for _, c := range []struct {
+		name, columns string
+		values        []any
+		state         string
+		output, error any
+	}{
+		{"one column", "input", []any{"SELECT 1 AS a"}, "DONE", "1", nil},
+		{"two columns", "input", []any{"SELECT 1 AS a, 2 AS b"}, "DONE", "a\tb\n1\t2", nil},
+		{"two statements", "input", []any{"SELECT 1 AS a;SELECT 2 AS b"}, "DONE", "1\n2", nil},
+		{"null", "input", []any{"SELECT NULL::int AS a, 1 AS b"}, "DONE", "a\tb\n\\N\t1", nil},
+		{"quote", "input, quote", []any{"SELECT 1 AS n, 'x' AS s", `"`}, "DONE", "\"n\"\t\"s\"\n1\t\"x\"", nil},
+		{"delimiter without header", "input, delimiter, header", []any{"SELECT 1 AS a, 2 AS b", ",", false}, "DONE", "1,2", nil},
+		{"command tags", "input", []any{"INSERT INTO tab VALUES (1); DELETE FROM tab WHERE false; CREATE TEMP TABLE x (a int)"}, "DONE", "INSERT 0 1\nDELETE 0\nCREATE TABLE", nil},
+		{"copy", "input", []any{"COPY (SELECT g FROM generate_series(1, 3) g) TO STDOUT"}, "DONE", "1\n2\n3", nil},
+		{"copy from stdin", "input", []any{"COPY tab FROM STDIN"}, "FAIL", nil, "ERROR:  COPY from stdin failed: COPY FROM STDIN has no data in a task: the input cannot send any\nCONTEXT:  COPY tab, line 1\nSQLSTATE:  57014\nSTATEMENT:  COPY tab FROM STDIN"},
+		{"division by zero", "input", []any{"SELECT 1/0 AS a"}, "FAIL", nil, "ERROR:  division by zero\nSQLSTATE:  22012\nSTATEMENT:  SELECT 1/0 AS a"},
+		{"output before the error", "input", []any{"SELECT 1 AS a; SELECT 1/0"}, "FAIL", "1", "ERROR:  division by zero\nSQLSTATE:  22012\nSTATEMENT:  SELECT 1 AS a; SELECT 1/0"},
+		{"detail and hint", "input", []any{"SELECT fail()"}, "FAIL", nil, "ERROR:  failing on purpose\nDETAIL:  the detail\nHINT:  the hint\nCONTEXT:  PL/pgSQL function fail() line 1 at RAISE\nSQLSTATE:  P0042\nSTATEMENT:  SELECT fail()"},
+		{"timeout", "input, timeout", []any{"SELECT pg_sleep(10)", "100 ms"}, "FAIL", nil, "ERROR:  canceling statement due to statement timeout\nSQLSTATE:  57014\nSTATEMENT:  SELECT pg_sleep(10)"},
+		{"kept when something came", "input", []any{"SELECT ''"}, "DONE", "", nil},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			id := d.insert(t, c.columns, c.values...)
+			r := d.waitTask(t, id, 15*time.Second, "DONE", "FAIL")
+			if r.State != c.state || deref(r.Output) != c.output || deref(r.Error) != c.error {
+				t.Errorf("state %s, output %q, error %q; want %s, %q, %q", r.State, deref(r.Output), deref(r.Error), c.state, c.output, c.error)
+			}
+			if r.PID == nil || r.Start == nil || r.Stop == nil || r.Stop.Before(*r.Start) || r.Attempt != 1 {
+				t.Errorf("pid %v, start %v, stop %v, attempt %d", deref(r.PID), deref(r.Start), deref(r.Stop), r.Attempt)
+			}
+		})
+	}
+	// A task that produced nothing is deleted, unless its delete is off.
+	gone := d.insert(t, "input", "SELECT 1 WHERE false")
+	kept := d.insert(t, "input, delete", "SELECT 1 WHERE false", false)
+	d.waitTask(t, gone, 15*time.Second, "gone")
+	if r := d.waitTask(t, kept, 15*time.Second, "DONE"); r.Output != nil || r.Error != nil {
+		t.Errorf("kept task: output %q, error %q", deref(r.Output), deref(r.Error))
+	}
+}
+
+// TestTaskRunsAsItsOwner: a task runs on a session of its owner, which RESET ROLE and RESET SESSION
+// AUTHORIZATION do not leave, and a role sees and changes only its own tasks.
+func TestTaskRunsAsItsOwner(t *testing.T) {
+	t.Parallel()
+	d := newTaskDB(t, nil)
+	id := d.insert(t, "input", "RESET ROLE; RESET SESSION AUTHORIZATION; SELECT session_user, current_user")
+	r := d.waitTask(t, id, 15*time.Second, "DONE", "FAIL")
+	want := "RESET\nRESET\nsession_user\tcurrent_user\n" + d.role + "\t" + d.role
+	if deref(r.Output) != want {
+		t.Fatalf("output %q, error %q; want %q", deref(r.Output), deref(r.Error), want)
+	}
+	bob := cluster.NewRole(t, "bob", d.name)
+	asBob := newPool(t, d.name, bob)
+	var seen int
+	if err := asBob.QueryRow(context.Background(), "SELECT count(*) FROM task").Scan(&seen); err != nil || seen != 0 {
+		t.Fatalf("bob sees %d tasks (%v), want 0", seen, err)
+	}
+	for _, sql := range []string{"UPDATE task SET state = 'PLAN'", "DELETE FROM task"} {
+		tag, err := asBob.Exec(context.Background(), sql)
+		if err != nil || tag.RowsAffected() != 0 {
+			t.Fatalf("%s as bob: %v rows, %v", sql, tag.RowsAffected(), err)
+		}
+	}
+	_, err := asBob.Exec(context.Background(), "INSERT INTO task (input, owner) VALUES ('SELECT 1', $1::regrole)", d.role)
+	if err == nil || !strings.Contains(err.Error(), "is not the inserting role") {
+		t.Fatalf("bob inserted a task owned by alice: %v", err)
+	}
+}

@@ -1,0 +1,254 @@
+-- pgjobs schema version 5, part 1: what the active agent runs on the task table. Each function
+-- checks that its epoch is the lease's (else SQLSTATE PGJ01: the caller lost the lead), marks its
+-- writes as the agent's (no notification wakes the agent for them, no user rule applies), and
+-- checks each row's attempt, so that a late result never overwrites a newer attempt. None waits
+-- for a lock longer than 200 ms: a role that holds the task table up (a lock queued behind an open
+-- transaction) fails them at once and the agent tries again, its sessions free meanwhile for the
+-- watch that ends such a role's session.
+SET LOCAL search_path = pg_catalog, pg_temp;
+
+-- pgj_task_lead_ fails unless p_epoch is the lease's, and marks the transaction's writes as the agent's.
+CREATE FUNCTION pgjobs.pgj_task_lead_(p_epoch bigint) RETURNS void
+LANGUAGE plpgsql
+SET search_path = pg_catalog, pg_temp
+AS $$
+BEGIN
+    IF NOT EXISTS (SELECT FROM pgjobs.pgj_leader_ WHERE epoch = p_epoch) THEN
+        RAISE EXCEPTION 'epoch % no longer holds the lease', p_epoch USING ERRCODE = 'PGJ01';
+    END IF;
+    PERFORM set_config('pgjobs.task_writer', 'agent', true);
+END
+$$;
+
+-- pgj_task_claim_ ends the one-shot tasks that waited past plan + active (GONE, 'task not active'),
+-- then claims up to p_slots ready tasks (PLAN, plan reached) for the epoch: TAKE, the next attempt.
+-- Within each (group, remote) the rows go in claim order (higher priority, then higher max, then
+-- lower id), and a row is taken only while its group runs fewer than max + 1 (max >= 0), or none
+-- at all and it is the group's first waiting row, ready or not (max < 0: one at a time, spaced). Among the groups the claim order
+-- holds too. The cost grows with the groups that have waiting rows and with p_slots, not with the
+-- number of rows waiting.
+CREATE FUNCTION pgjobs.pgj_task_claim_(p_epoch bigint, p_slots int)
+RETURNS TABLE (id bigint, attempt int, owner oid, owner_name text, owner_super boolean, owner_login boolean,
+               input text, timeout interval, plan timestamptz, repeat interval, drift boolean, max int,
+               retries int, retry_delay interval, save boolean, header boolean, string boolean,
+               delimiter text, escape text, quote text, "null" text, remote text)
+LANGUAGE plpgsql
+SET search_path = pg_catalog, pg_temp
+SET lock_timeout = '200ms'
+AS $$
+BEGIN
+    PERFORM pgjobs.pgj_task_lead_(p_epoch);
+    UPDATE pgjobs.task t SET state = 'GONE', error = 'task not active', start = t.plan + t.active, stop = t.plan + t.active
+    WHERE t.state = 'PLAN' AND t.plan <= now() AND t.repeat = interval '0' AND t.max >= 0 AND t.plan + t.active <= now();
+    IF p_slots <= 0 THEN
+        RETURN;
+    END IF;
+    RETURN QUERY
+    WITH RECURSIVE groups AS (
+        (SELECT t."group" AS g, coalesce(t.remote, '') AS r FROM pgjobs.task t
+         WHERE t.state = 'PLAN' ORDER BY t."group", coalesce(t.remote, '') LIMIT 1)
+        UNION ALL
+        SELECT n.g, n.r FROM groups,
+        LATERAL (SELECT t."group" AS g, coalesce(t.remote, '') AS r FROM pgjobs.task t
+                 WHERE t.state = 'PLAN' AND (t."group", coalesce(t.remote, '')) > (groups.g, groups.r)
+                 ORDER BY t."group", coalesce(t.remote, '') LIMIT 1) n
+    ),
+    ranked AS (
+        SELECT c.id, c.priority, c.max, busy.n, c.i,
+               bool_and(CASE WHEN c.max >= 0 THEN busy.n + c.i <= c.max ELSE busy.n = 0 AND c.i = 0 AND c.id = head.id END)
+                   OVER (PARTITION BY groups.g, groups.r ORDER BY c.i) AS fits
+        FROM groups,
+        LATERAL (SELECT count(*) AS n FROM pgjobs.task b
+                 WHERE b.state IN ('TAKE', 'WORK') AND b."group" = groups.g AND coalesce(b.remote, '') = groups.r) busy,
+        -- The group's first waiting row, ready or not: a negative-max group waits for it, planned
+        -- by the end of the task before it, and no other row of the group passes it.
+        LATERAL (SELECT t.id FROM pgjobs.task t
+                 WHERE t.state = 'PLAN' AND t."group" = groups.g AND coalesce(t.remote, '') = groups.r
+                 ORDER BY t.priority DESC, t.max DESC, t.id LIMIT 1) head,
+        LATERAL (SELECT t.id, t.priority, t.max, row_number() OVER (ORDER BY t.priority DESC, t.max DESC, t.id) - 1 AS i
+                 FROM pgjobs.task t
+                 WHERE t.state = 'PLAN' AND t."group" = groups.g AND coalesce(t.remote, '') = groups.r AND t.plan <= now()
+                 ORDER BY t.priority DESC, t.max DESC, t.id LIMIT p_slots) c
+    ),
+    chosen AS (
+        SELECT ranked.id FROM ranked WHERE fits ORDER BY ranked.priority DESC, ranked.max DESC, ranked.id LIMIT p_slots
+    ),
+    locked AS (
+        SELECT t.id FROM pgjobs.task t
+        WHERE t.id IN (SELECT chosen.id FROM chosen) AND t.state = 'PLAN' AND t.plan <= now()
+        ORDER BY t.priority DESC, t.max DESC, t.id LIMIT p_slots
+        FOR UPDATE SKIP LOCKED
+    ),
+    claimed AS (
+        UPDATE pgjobs.task t SET state = 'TAKE', attempt = t.attempt + 1, start = NULL, stop = NULL, pid = NULL,
+                                 output = NULL, error = NULL
+        FROM locked WHERE t.id = locked.id
+        RETURNING t.*
+    )
+    SELECT c.id, c.attempt, c.owner::oid, r.rolname::text, r.rolsuper, r.rolcanlogin AND (r.rolvaliduntil IS NULL OR r.rolvaliduntil > now()),
+           c.input, c.timeout, c.plan, c.repeat, c.drift, c.max, c.retries, c.retry_delay, c.save,
+           c.header, c.string, c.delimiter::text, c.escape::text, c.quote::text, c."null", c.remote
+    FROM claimed c LEFT JOIN pg_catalog.pg_roles r ON r.oid = c.owner
+    ORDER BY c.priority DESC, c.max DESC, c.id;
+END
+$$;
+
+-- pgj_task_work_ marks claimed tasks as running (WORK), with the backend pid of the session that
+-- runs each and its start.
+CREATE FUNCTION pgjobs.pgj_task_work_(p_epoch bigint, p_ids bigint[], p_attempts int[], p_pids int[], p_starts timestamptz[])
+RETURNS void
+LANGUAGE plpgsql
+SET search_path = pg_catalog, pg_temp
+SET lock_timeout = '200ms'
+AS $$
+BEGIN
+    PERFORM pgjobs.pgj_task_lead_(p_epoch);
+    UPDATE pgjobs.task t SET state = 'WORK', pid = w.pid, start = w.start
+    FROM unnest(p_ids, p_attempts, p_pids, p_starts) AS w(id, attempt, pid, start)
+    WHERE t.id = w.id AND t.attempt = w.attempt AND t.state = 'TAKE';
+END
+$$;
+
+-- pgj_task_end_ writes the end of a run: with p_retry_at, the task goes back to PLAN at that time
+-- and keeps its error; else it ends DONE (p_error NULL) or FAIL, a repeating task gets its next
+-- row (parent = this id, plan p_next_plan), the next waiting task of a negative-max group is
+-- planned no earlier than p_space_at, and a row that produced nothing (output and error NULL) is
+-- deleted when its delete is on. Returns false when the row is no longer this attempt's.
+CREATE FUNCTION pgjobs.pgj_task_end_(p_epoch bigint, p_id bigint, p_attempt int, p_start timestamptz, p_stop timestamptz,
+                                     p_output text, p_error text, p_retry_at timestamptz,
+                                     p_next_plan timestamptz, p_space_at timestamptz)
+RETURNS boolean
+LANGUAGE plpgsql
+SET search_path = pg_catalog, pg_temp
+SET lock_timeout = '200ms'
+AS $$
+DECLARE
+    t pgjobs.task;
+BEGIN
+    PERFORM pgjobs.pgj_task_lead_(p_epoch);
+    IF p_retry_at IS NOT NULL THEN
+        UPDATE pgjobs.task x SET state = 'PLAN', plan = p_retry_at, start = p_start, stop = p_stop, output = p_output, error = p_error
+        WHERE x.id = p_id AND x.attempt = p_attempt AND x.state IN ('TAKE', 'WORK');
+        RETURN FOUND;
+    END IF;
+    UPDATE pgjobs.task x SET state = CASE WHEN p_error IS NULL THEN 'DONE' ELSE 'FAIL' END::pgjobs.task_state,
+                             start = p_start, stop = p_stop, output = p_output, error = p_error
+    WHERE x.id = p_id AND x.attempt = p_attempt AND x.state IN ('TAKE', 'WORK')
+    RETURNING x.* INTO t;
+    IF NOT FOUND THEN
+        RETURN false;
+    END IF;
+    IF t.repeat > interval '0' AND p_next_plan IS NOT NULL THEN
+        INSERT INTO pgjobs.task (parent, plan, active, live, repeat, timeout, count, max, delete, drift, header, string,
+                                 delimiter, escape, quote, "null", save, data, "group", input, remote, owner, priority,
+                                 retries, retry_delay)
+        VALUES (t.id, p_next_plan, t.active, t.live, t.repeat, t.timeout, t.count, t.max, t.delete, t.drift, t.header, t.string,
+                t.delimiter, t.escape, t.quote, t."null", t.save, t.data, t."group", t.input, t.remote, t.owner, t.priority,
+                t.retries, t.retry_delay);
+    END IF;
+    IF t.max < 0 AND p_space_at IS NOT NULL THEN
+        UPDATE pgjobs.task x SET plan = p_space_at
+        WHERE x.id = (SELECT n.id FROM pgjobs.task n
+                      WHERE n.state = 'PLAN' AND n."group" = t."group" AND coalesce(n.remote, '') = coalesce(t.remote, '')
+                      ORDER BY n.priority DESC, n.max DESC, n.id LIMIT 1)
+          AND x.plan < p_space_at;
+    END IF;
+    IF t.delete AND t.output IS NULL AND t.error IS NULL THEN
+        DELETE FROM pgjobs.task x WHERE x.id = t.id;
+    END IF;
+    RETURN true;
+END
+$$;
+
+-- pgj_task_reset_ puts back to PLAN the tasks claimed (TAKE) or running (WORK) that no run of the
+-- calling agent holds (p_mine) and whose session has ended: those of an agent that died or lost
+-- the lead. They run again, their attempt counting on. Returns how many it reset, and how many such
+-- tasks still run on a session of their own (their agent died, the server has not ended it yet):
+-- the agent looks again a little later.
+CREATE FUNCTION pgjobs.pgj_task_reset_(p_epoch bigint, p_mine bigint[], OUT reset int, OUT running int)
+LANGUAGE plpgsql
+SET search_path = pg_catalog, pg_temp
+SET lock_timeout = '200ms'
+AS $$
+BEGIN
+    PERFORM pgjobs.pgj_task_lead_(p_epoch);
+    UPDATE pgjobs.task t SET state = 'PLAN', pid = NULL
+    WHERE t.state IN ('TAKE', 'WORK') AND t.id <> ALL (p_mine)
+      AND (t.state = 'TAKE' OR t.pid IS NULL
+           OR NOT EXISTS (SELECT FROM pg_catalog.pg_stat_activity a WHERE a.pid = t.pid));
+    GET DIAGNOSTICS reset = ROW_COUNT;
+    SELECT count(*) INTO running FROM pgjobs.task t WHERE t.state IN ('TAKE', 'WORK') AND t.id <> ALL (p_mine);
+END
+$$;
+
+-- pgj_task_next_ returns when the agent must look again, at the latest: the next future plan, or
+-- the first moment a ready one-shot task (waiting for a slot of its group) would expire. NULL when
+-- no task waits for either.
+CREATE FUNCTION pgjobs.pgj_task_next_() RETURNS timestamptz
+LANGUAGE sql STABLE
+SET search_path = pg_catalog, pg_temp
+SET lock_timeout = '200ms'
+AS $$
+    SELECT least((SELECT min(t.plan) FROM pgjobs.task t WHERE t.state = 'PLAN' AND t.plan > now()),
+                 (SELECT min(t.plan + t.active) FROM pgjobs.task t
+                  WHERE t.state = 'PLAN' AND t.plan <= now() AND t.repeat = interval '0' AND t.max >= 0))
+$$;
+
+-- pgj_task_prune_ deletes at most p_batch of the ended tasks older than the task_retention setting.
+CREATE FUNCTION pgjobs.pgj_task_prune_(p_batch int) RETURNS int
+LANGUAGE plpgsql
+SET search_path = pg_catalog, pg_temp
+SET lock_timeout = '200ms'
+AS $$
+DECLARE
+    n int;
+BEGIN
+    DELETE FROM pgjobs.task t WHERE t.id IN (
+        SELECT o.id FROM pgjobs.task o
+        WHERE o.state IN ('DONE', 'FAIL', 'GONE')
+          AND o.stop < now() - coalesce((SELECT s.value::interval FROM pgjobs.pgj_setting_ s WHERE s.name = 'task_retention'), interval '7 days')
+        ORDER BY o.stop LIMIT p_batch);
+    GET DIAGNOSTICS n = ROW_COUNT;
+    RETURN n;
+END
+$$;
+
+-- pgj_task_begin_ is sent on a task's session as the first statement of the same query as the
+-- task's input, so that the input runs only when it succeeds: the session must be of the task's
+-- owner (role OID p_owner), which must still exist, log in and be valid. It sets the input's
+-- statement_timeout (p_timeout_ms > 0) and the task id the input's own INSERTs take as parent.
+CREATE FUNCTION pgjobs.pgj_task_begin_(p_id bigint, p_owner oid, p_timeout_ms bigint) RETURNS void
+LANGUAGE plpgsql
+SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+    r record;
+BEGIN
+    SELECT rolname, rolcanlogin, rolvaliduntil INTO r FROM pg_roles WHERE oid = p_owner;
+    IF NOT FOUND THEN
+        RAISE EXCEPTION 'task %: its owner (role OID %) was dropped: the task does not run', p_id, p_owner
+            USING ERRCODE = 'undefined_object';
+    ELSIF NOT r.rolcanlogin THEN
+        RAISE EXCEPTION 'task %: its owner % may not log in: the task does not run', p_id, r.rolname
+            USING ERRCODE = 'insufficient_privilege';
+    ELSIF r.rolvaliduntil < now() THEN
+        RAISE EXCEPTION 'task %: its owner % expired at %: the task does not run', p_id, r.rolname, r.rolvaliduntil
+            USING ERRCODE = 'insufficient_privilege';
+    ELSIF session_user <> r.rolname OR current_user <> r.rolname THEN
+        RAISE EXCEPTION 'task %: this session runs as role %, not as the task''s owner %: the task does not run', p_id, current_user, r.rolname
+            USING ERRCODE = 'insufficient_privilege';
+    END IF;
+    IF p_timeout_ms > 0 THEN
+        PERFORM set_config('statement_timeout', p_timeout_ms::text, false);
+    END IF;
+    PERFORM set_config('pgjobs.task_id', p_id::text, false);
+END
+$$;
+
+REVOKE ALL ON FUNCTION pgjobs.pgj_task_lead_(bigint), pgjobs.pgj_task_claim_(bigint, int),
+    pgjobs.pgj_task_work_(bigint, bigint[], int[], int[], timestamptz[]),
+    pgjobs.pgj_task_end_(bigint, bigint, int, timestamptz, timestamptz, text, text, timestamptz, timestamptz, timestamptz),
+    pgjobs.pgj_task_reset_(bigint, bigint[]), pgjobs.pgj_task_next_(), pgjobs.pgj_task_prune_(int)
+FROM PUBLIC;
+-- Every role's task session calls it; it only checks and sets its own session.
+GRANT EXECUTE ON FUNCTION pgjobs.pgj_task_begin_(bigint, oid, bigint) TO PUBLIC;

@@ -1,0 +1,186 @@
+package sqlschema
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/jackc/pgx/v5/pgtype"
+)
+
+// The task service's operations on the task table (docs/tasks.md). Each takes the leader epoch and
+// fails with ErrLostLead when another agent holds the lease.
+
+// TaskFormat is how a task's output is written (the table's header ... null columns).
+type TaskFormat struct {
+	Header, String           bool
+	Delimiter, Escape, Quote string // one character each, or "" for none
+	Null                     string
+}
+
+// ClaimedTask is a task claimed to run, with what running and ending it needs.
+type ClaimedTask struct {
+	ID         int64
+	Attempt    int
+	Owner      uint32  // the owner's role OID
+	OwnerName  *string // the owner's name now; nil when the role was dropped
+	OwnerSuper bool
+	OwnerLogin bool // the owner may log in and has not expired
+	Input      string
+	Timeout    time.Duration
+	Plan       time.Time
+	Repeat     pgtype.Interval
+	Drift      bool
+	Max        int
+	Retries    int
+	RetryDelay time.Duration
+	Save       bool
+	Format     TaskFormat
+	Remote     *string
+}
+
+// lostLead is the SQLSTATE of the task functions when their epoch no longer holds the lease.
+const lostLead = "PGJ01"
+
+// taskErr wraps err as what the task operation did, and as ErrLostLead when that was the cause.
+func taskErr(what string, err error) error {
+	var pgErr *pgconn.PgError
+	if errors.As(err, &pgErr) && pgErr.Code == lostLead {
+		return fmt.Errorf("%s: %w", what, ErrLostLead)
+	}
+	return fmt.Errorf("%s: %w", what, err)
+}
+
+// TaskClaim ends the one-shot tasks that waited too long (GONE) and claims up to slots ready ones.
+func TaskClaim(ctx context.Context, q DB, epoch int64, slots int) ([]ClaimedTask, error) {
+	rows, err := q.Query(ctx, query("task_claim"), epoch, slots)
+	if err != nil {
+		return nil, taskErr("claim tasks", err)
+	}
+	tasks, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (ClaimedTask, error) {
+		var t ClaimedTask
+		var timeout, delay pgtype.Interval
+		err := row.Scan(&t.ID, &t.Attempt, &t.Owner, &t.OwnerName, &t.OwnerSuper, &t.OwnerLogin, &t.Input, &timeout, &t.Plan,
+			&t.Repeat, &t.Drift, &t.Max, &t.Retries, &delay, &t.Save, &t.Format.Header, &t.Format.String,
+			&t.Format.Delimiter, &t.Format.Escape, &t.Format.Quote, &t.Format.Null, &t.Remote)
+		t.Timeout, t.RetryDelay = IntervalDuration(timeout), IntervalDuration(delay)
+		return t, err
+	})
+	if err != nil {
+		return nil, taskErr("claim tasks", err)
+	}
+	return tasks, nil
+}
+
+// IntervalDuration returns an interval as a duration, a day counting 24 hours and a month 30 days.
+func IntervalDuration(i pgtype.Interval) time.Duration {
+	const day = 24 * time.Hour
+	return time.Duration(i.Microseconds)*time.Microsecond + time.Duration(i.Days)*day + time.Duration(i.Months)*30*day
+}
+
+// TaskStarted is a claimed task that started on a session.
+type TaskStarted struct {
+	ID      int64
+	Attempt int
+	PID     uint32 // the session's backend
+	Start   time.Time
+}
+
+// TaskEnd is how an attempt of a task ended.
+type TaskEnd struct {
+	ID          int64
+	Attempt     int
+	Start, Stop time.Time
+	Output      *string
+	Error       *string    // nil: DONE
+	RetryAt     *time.Time // not nil: back to PLAN at that time, for another attempt
+	NextPlan    *time.Time // a repeating task's next row
+	SpaceAt     *time.Time // a negative-max group's next task no earlier than this
+}
+
+// TaskWrite writes, in one transaction, the tasks that started (WORK) and then the ends, each end
+// with its repeat row, delete and re-planning. It returns how many ends found their row still in
+// that attempt: the others were reset meanwhile, and are not written.
+func TaskWrite(ctx context.Context, db DB, epoch int64, started []TaskStarted, ends []TaskEnd) (written int, err error) {
+	err = pgx.BeginFunc(ctx, db, func(tx pgx.Tx) error {
+		written = 0
+		batch := &pgx.Batch{}
+		if len(started) > 0 {
+			ids, attempts, pids, starts := make([]int64, len(started)), make([]int32, len(started)), make([]int32, len(started)), make([]time.Time, len(started))
+			for i, s := range started {
+				ids[i], attempts[i], pids[i], starts[i] = s.ID, int32(s.Attempt), int32(s.PID), s.Start
+			}
+			batch.Queue(query("task_work"), epoch, ids, attempts, pids, starts)
+		}
+		for _, e := range ends {
+			batch.Queue(query("task_end"), epoch, e.ID, e.Attempt, e.Start, e.Stop, e.Output, e.Error, e.RetryAt, e.NextPlan, e.SpaceAt).
+				QueryRow(func(row pgx.Row) error {
+					var ok bool
+					if err := row.Scan(&ok); err != nil {
+						return err
+					}
+					if ok {
+						written++
+					}
+					return nil
+				})
+		}
+		return tx.SendBatch(ctx, batch).Close()
+	})
+	if err != nil {
+		return 0, taskErr("write the tasks' results", err)
+	}
+	return written, nil
+}
+
+// TaskReset puts back to PLAN the tasks left claimed or running by an agent that died or lost the
+// lead, but not mine (the runs of this agent), and returns how many, and how many such tasks still
+// run on a session of their own, to be reset once it ends.
+func TaskReset(ctx context.Context, q DB, epoch int64, mine []int64) (reset, running int, err error) {
+	if mine == nil {
+		mine = []int64{}
+	}
+	if err := q.QueryRow(ctx, query("task_reset"), epoch, mine).Scan(&reset, &running); err != nil {
+		return 0, 0, taskErr("reset the tasks of an agent gone", err)
+	}
+	return reset, running, nil
+}
+
+// TaskNext returns the server's time and when the agent must look at the tasks again at the latest:
+// nil when nothing but a notification or the end of a run can make a task ready.
+func TaskNext(ctx context.Context, q DB) (now time.Time, next *time.Time, err error) {
+	if err := q.QueryRow(ctx, query("task_next")).Scan(&now, &next); err != nil {
+		return time.Time{}, nil, fmt.Errorf("look for the next task: %w", err)
+	}
+	return now, next, nil
+}
+
+// TaskPrune deletes the ended tasks older than the task_retention setting, PruneBatch at a time,
+// and returns how many.
+func TaskPrune(ctx context.Context, q DB) (int64, error) {
+	var deleted int64
+	for {
+		var n int64
+		if err := q.QueryRow(ctx, query("task_prune"), PruneBatch).Scan(&n); err != nil {
+			return deleted, fmt.Errorf("delete old tasks (%d deleted before): %w", deleted, err)
+		}
+		deleted += n
+		if n < PruneBatch {
+			return deleted, nil
+		}
+	}
+}
+
+// TaskBeginSQL is the first statement of the query that runs task id of role OID owner, with a
+// statement_timeout of timeout (none when 0): the input follows it in the same simple-protocol
+// query, and runs only if it succeeds, which it does only on a session of that role.
+func TaskBeginSQL(id int64, owner uint32, timeout time.Duration) string {
+	ms := timeout.Milliseconds()
+	if timeout > 0 && ms == 0 {
+		ms = 1
+	}
+	return fmt.Sprintf(query("task_begin"), id, owner, ms)
+}
