@@ -409,3 +409,62 @@ func TestClaimedFireWithoutRunIsMissed(t *testing.T) {
 		t.Fatalf("runs = %s, want Late missed 09:58", got)
 	}
 }
+
+// TestRefusedRunEndsAtTheNextFire: while the server refuses new sessions (other clients took its
+// connection slots), a run waits and tries again; when the job's next fire comes first, the run is
+// recorded as an error that names the refusal, and the next fire takes its place: it is not
+// recorded as skipped behind a run that never began (found by the attacker review of issue 10).
+func TestRefusedRunEndsAtTheNextFire(t *testing.T) {
+	t.Parallel()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	small, err := pgtest.StartWith(ctx, pgtest.Settings{MaxConnections: 12}) // 9 for ordinary roles, the superuser sessions included
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { small.Close() })
+	if !small.Own() {
+		t.Skip("the tests use an existing server, whose max_connections is its own")
+	}
+	db := newTestDBIn(t, small)
+	alice, other := small.NewRole(t, "alice", db.name), small.NewRole(t, "other", db.name)
+	if _, err := small.ConnectAs(t, db.name, alice).Exec(ctx, "SELECT pgj_create_schedule('Each', 'D 01'), pgj_create_schedule('Each2', 'D 02'), pgj_create_job('Tick', 'note(''Tick'')', null, 'Each'), pgj_add_job_schedule('Tick', 'Each2')"); err != nil {
+		t.Fatal(err)
+	}
+	clock := fakeclock.New(t0)
+	var hogs []*pgx.Conn
+	for {
+		cfg, err := small.ConnConfig(db.name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		cfg.User = other
+		conn, err := pgx.ConnectConfig(ctx, cfg)
+		if err != nil {
+			break
+		}
+		hogs = append(hogs, conn)
+	}
+	_, logs := startAgent(t, clock, db)
+	mustSleepUntil(t, clock, t0.Add(time.Minute))
+	clock.Set(t0.Add(time.Minute))
+	if !logs.wait(t, 1, agent.EventRunRefused, 15*time.Second) {
+		t.Fatal("the run's session was not refused")
+	}
+	mustSleepUntil(t, clock, t0.Add(2*time.Minute))
+	clock.Set(t0.Add(2 * time.Minute))
+	first := db.waitRuns(t, 1)
+	if len(first) != 1 || first[0] != "Tick error 10:01 53300" {
+		t.Fatalf("runs = %v, want the 10:01 run recorded as not started", first)
+	}
+	var message string
+	if err := db.conn.QueryRow(ctx, "SELECT runmessage FROM pgjobs.pgj_run_ ORDER BY runid LIMIT 1").Scan(&message); err != nil || !strings.Contains(message, "the server refused new sessions") {
+		t.Fatalf("message %q (%v): want the server's refusal, not the budget", message, err)
+	}
+	for _, c := range hogs {
+		c.Close(ctx)
+	}
+	if got := strings.Join(db.waitRuns(t, 2), ";"); got != "Tick error 10:01 53300;Tick ok 10:02" {
+		t.Fatalf("runs = %s", got)
+	}
+}

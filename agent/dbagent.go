@@ -74,7 +74,8 @@ func newDBAgent(db Database, opt Options, runCtx context.Context, budget *sessio
 	a.jobs = jobs.New(runCtx, jobs.Config{
 		Name: opt.Name, Clock: opt.Clock, Location: opt.Location, Log: a.log,
 		Budget: budget, Owners: a.owners, Records: a.recordsPool,
-		OnIdle: func() { a.event(EventIdle) },
+		OnIdle:    func() { a.event(EventIdle) },
+		OnRefused: func() { a.event(EventRunRefused) },
 		OnReload: func() {
 			if opt.OnReload != nil {
 				opt.OnReload(db.ID)

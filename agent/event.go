@@ -13,6 +13,7 @@ const (
 	EventIdle                          // no job is planned: it sleeps until a change
 	EventIntruder                      // it ended a session of a role that locked the agent's tables
 	EventPreparedLock                  // it warned of a prepared transaction locking the agent's tables
+	EventRunRefused                    // the server refused a run's session: the run waits and tries again
 )
 
 func (e Event) String() string {
@@ -33,6 +34,8 @@ func (e Event) String() string {
 		return "ended an intruder"
 	case EventPreparedLock:
 		return "warned of a prepared lock"
+	case EventRunRefused:
+		return "a run's session refused"
 	}
 	return "unknown event"
 }

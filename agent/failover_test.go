@@ -217,7 +217,7 @@ func newTestDBOn(t *testing.T, c *pgtest.Cluster) testDB {
 	if _, err := conn.Exec(ctx, jobFunctions); err != nil {
 		t.Fatal(err)
 	}
-	return testDB{name: name, conn: c.Connect(t, name)} // a new session: the search_path now has pgjobs
+	return testDB{name: name, conn: c.Connect(t, name), on: c} // a new session: the search_path now has pgjobs
 }
 
 // startAgentOn runs a master agent on the database of dsn with the agent's default reconnection

@@ -12,6 +12,7 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/pgjobs/pgjobs/agent"
 	"github.com/pgjobs/pgjobs/internal/fakeclock"
+	"github.com/pgjobs/pgjobs/internal/pgtest"
 	"github.com/pgjobs/pgjobs/internal/syncbuf"
 	"github.com/pgjobs/pgjobs/sqlschema"
 )
@@ -30,20 +31,24 @@ CREATE FUNCTION slow(job text, seconds float) RETURNS void LANGUAGE sql AS $$ SE
 // testDB is an enabled database with the test functions.
 type testDB struct {
 	name string
-	conn *pgx.Conn // superuser session for setting up and checking
+	conn *pgx.Conn       // superuser session for setting up and checking
+	on   *pgtest.Cluster // the cluster, when not the tests' shared one
 }
 
-func newTestDB(t *testing.T) testDB {
+func newTestDB(t *testing.T) testDB { return newTestDBIn(t, cluster) }
+
+// newTestDBIn is newTestDB on the cluster c.
+func newTestDBIn(t *testing.T, c *pgtest.Cluster) testDB {
 	t.Helper()
-	name := cluster.NewDatabase(t)
-	conn := cluster.Connect(t, name)
+	name := c.NewDatabase(t)
+	conn := c.Connect(t, name)
 	if err := sqlschema.Install(context.Background(), conn); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := conn.Exec(context.Background(), jobFunctions); err != nil {
 		t.Fatal(err)
 	}
-	return testDB{name: name, conn: cluster.Connect(t, name)} // a new session: the search_path now has pgjobs
+	return testDB{name: name, conn: c.Connect(t, name), on: c} // a new session: the search_path now has pgjobs
 }
 
 func (d testDB) exec(t *testing.T, sql string, args ...any) {
@@ -224,7 +229,7 @@ func startAgentWith(t *testing.T, clock agent.Clock, configure func(*agent.Optio
 	m := agent.NewMaster(opt, logger)
 	var rows []agent.Database
 	for i, d := range dbs {
-		rows = append(rows, agent.Database{ID: i + 1, DSN: cluster.DSN(d.name), LogLevel: 5})
+		rows = append(rows, agent.Database{ID: i + 1, DSN: d.on.DSN(d.name), LogLevel: 5})
 	}
 	m.Apply(rows)
 	t.Cleanup(func() {

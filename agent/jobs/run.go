@@ -98,6 +98,16 @@ func (s *Service) execute(j *job, scheduled *time.Time, wait context.Context, f 
 			f.started = true
 			s.runningMu.Unlock()
 		},
+		// The server refused the session: the run waits again, and the job's next fire ends its
+		// wait (recorded as not started) rather than being skipped behind a run that never began.
+		Refused: func() {
+			s.runningMu.Lock()
+			f.started = false
+			s.runningMu.Unlock()
+			if s.cfg.OnRefused != nil {
+				s.cfg.OnRefused()
+			}
+		},
 	}); err != nil {
 		if scheduled != nil && !errors.Is(context.Cause(wait), errNextFire) && (errors.Is(err, sessions.ErrPoolClosed) || wait.Err() != nil) {
 			s.recordSkipped(j, *scheduled, "the agent stopped before a session was free")
@@ -252,9 +262,11 @@ func (s *Service) notStarted(err error) sqlschema.RunResult {
 	result := sqlschema.RunResult{Status: sqlschema.RunError, SQLState: "53300",
 		Message: fmt.Sprintf("the run could not start before the job's next fire: no session was free within the agent's budget of %d sessions on this server (%d of them the agents' own)", size, fixed),
 		Hint:    "the sessions configuration setting raises the budget; fewer jobs due at one minute, or shorter runs, free sessions sooner"}
-	if !errors.Is(err, errNextFire) {
+	if sessions.Refused(err) || !errors.Is(err, errNextFire) {
+		// The server refused the sessions it tried (its connection slots taken by other clients, or
+		// a role's or the database's connection limit reached), whatever the budget allowed.
 		result.Message = "the run could not start before the job's next fire: " + err.Error()
-		result.Hint = "the server's max_connections is taken by other clients; raise it, or lower their use"
+		result.Hint = "the server's max_connections is taken by other clients, or a connection limit of the role or the database is reached; raise it, or lower their use"
 	}
 	return result
 }

@@ -28,6 +28,8 @@ type Config struct {
 	Records  func() (*pgxpool.Pool, error)
 	OnIdle   func() // if not nil, called when no job is planned and the service sleeps until a change
 	OnReload func() // if not nil, called after each reload of the jobs on a change notification
+	// OnRefused, if not nil, is called when the server refused a run's session: the run waits again.
+	OnRefused func()
 }
 
 // Term is what a leadership term gives the jobs service.

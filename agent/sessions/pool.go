@@ -63,6 +63,9 @@ type Hooks struct {
 	// the budget's lock held: it must not call the budget. Acquire then returns the session unless
 	// ctx had ended by the time Granted returned.
 	Granted func()
+	// Refused, if not nil, is called when the server refused the session the run was given leave to
+	// open: the run waits in line again (Granted is called again when it gets another turn).
+	Refused func()
 }
 
 // Acquire returns a session of owner: one this owner's runs used before when one is idle, else a
@@ -152,6 +155,9 @@ func (p *Pool) Acquire(ctx context.Context, owner string, hooks Hooks) (*Session
 				return nil, p.gaveUp(ctx, err)
 			}
 			return nil, err
+		}
+		if hooks.Refused != nil {
+			hooks.Refused()
 		}
 		refusal, front = err, true
 	}

@@ -53,10 +53,14 @@ func TestRefusedSessionIsRetried(t *testing.T) {
 	defer p.Close()
 
 	short, stop := context.WithTimeout(ctx, 300*time.Millisecond)
-	_, err = p.Acquire(short, alice, sessions.Hooks{})
+	var granted, refused int // a run is told it waits again after each refusal
+	_, err = p.Acquire(short, alice, sessions.Hooks{Granted: func() { granted++ }, Refused: func() { refused++ }})
 	stop()
 	if err == nil || !sessions.Refused(err) || !strings.Contains(err.Error(), "the server refused new sessions") {
 		t.Fatalf("Acquire while the server is full = %v, want the refusal", err)
+	}
+	if granted == 0 || refused != granted {
+		t.Fatalf("granted %d times, refused %d times: each refusal must be told", granted, refused)
 	}
 	got := make(chan error, 1)
 	go func() {
