@@ -147,6 +147,30 @@ func TestTaskRules(t *testing.T) {
 			t.Errorf("DONE to WORK: %v", err)
 		}
 	})
+	t.Run("sessions: reused, reset, saved, count", func(t *testing.T) {
+		t.Parallel()
+		// One at a time, as a role of its own, so that each takes the session the one before left.
+		own := d
+		own.role = cluster.NewRole(t, "sessions", d.name)
+		own.as = newPool(t, d.name, own.role)
+		run := func(columns string, values ...any) taskRow {
+			id := own.insert(t, "delete, "+columns, append([]any{false}, values...)...)
+			return own.waitTask(t, id, wait, "DONE", "FAIL")
+		}
+		a := run("input", "CREATE TEMP TABLE kept (n int); SELECT pg_backend_pid()")
+		b := run("input", "SELECT count(*) FROM pg_tables WHERE tablename = 'kept'; SELECT pg_backend_pid()")
+		if deref(b.Output) != "0\n"+deref(a.Output).(string)[len("CREATE TABLE\n"):] {
+			t.Errorf("after a reset: %q, want the same session (%q) without the temporary table", deref(b.Output), deref(a.Output))
+		}
+		run("input, save", "CREATE TEMP TABLE saved (n int)", true)
+		if c := run("input", "SELECT count(*) FROM saved"); deref(c.Output) != "0" {
+			t.Errorf("after a task with save on: %q %q, want its temporary table", deref(c.Output), deref(c.Error))
+		}
+		first := run("input, count", "SELECT pg_backend_pid()", 1)
+		if next := run("input", "SELECT pg_backend_pid()"); deref(next.Output) == deref(first.Output) {
+			t.Errorf("a task with count 1 left its session (%v) to the next", deref(first.Output))
+		}
+	})
 	t.Run("parent", func(t *testing.T) {
 		t.Parallel()
 		id := d.insert(t, "input", "INSERT INTO task (input, delete) VALUES ('SELECT 2', false)")

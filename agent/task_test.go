@@ -2,6 +2,7 @@ package agent_test
 
 import (
 	"context"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -79,5 +80,47 @@ func TestTaskRunsAsItsOwner(t *testing.T) {
 	_, err := asBob.Exec(context.Background(), "INSERT INTO task (input, owner) VALUES ('SELECT 1', $1::regrole)", d.role)
 	if err == nil || !strings.Contains(err.Error(), "is not the inserting role") {
 		t.Fatalf("bob inserted a task owned by alice: %v", err)
+	}
+}
+
+// TestRemoteTasks: a remote task runs its input on a connection of its own to the server its string
+// names; a role that is not a superuser must give its password there, and the agent's own standing
+// (here the cluster's trust authentication, as the agent's OS user has peer authentication) never
+// lets such a task in.
+func TestRemoteTasks(t *testing.T) {
+	t.Parallel()
+	d := newTaskDB(t, nil)
+	other := cluster.NewDatabase(t)
+	remote := cluster.NewRole(t, "remote", other)
+	cluster.RequirePassword(t, remote, "s3cret")
+	tcp := fmt.Sprintf("host=127.0.0.1 port=%d dbname=%s", cluster.Port(), other)
+	for _, c := range []struct {
+		name, remote, state, output, error string
+	}{
+		{"with its password", tcp + " user=" + remote + " password=s3cret", "DONE", "current_user\tcurrent_database\n" + remote + "\t" + other, ""},
+		{"a URI", fmt.Sprintf("postgres://%s:s3cret@127.0.0.1:%d/%s", remote, cluster.Port(), other), "DONE", "current_user\tcurrent_database\n" + remote + "\t" + other, ""},
+		{"a wrong password", tcp + " user=" + remote + " password=wrong", "FAIL", "", "password authentication failed"},
+		{"no password", tcp + " user=" + remote, "FAIL", "", "must give its password in the connection string"},
+		{"the agent's trust", fmt.Sprintf("host=%s port=%d dbname=%s user=%s password=anything", cluster.Host(), cluster.Port(), other, cluster.User()), "FAIL", "", "let the task in without asking for its password"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			id := d.insert(t, "input, remote, retries, retry_delay", "SELECT current_user, current_database()", c.remote, 2, "10 ms")
+			r := d.waitTask(t, id, 20*time.Second, "DONE", "FAIL")
+			if r.State != c.state || (c.output != "" && deref(r.Output) != c.output) || (c.error != "" && !strings.Contains(fmt.Sprint(deref(r.Error)), c.error)) {
+				t.Fatalf("state %s, output %q, error %q; want %s, %q, an error with %q", r.State, deref(r.Output), deref(r.Error), c.state, c.output, c.error)
+			}
+			if c.state == "FAIL" && c.error != "password authentication failed" && r.Attempt != 1 {
+				t.Errorf("attempt %d: a refused string fails the same way again, want no retry", r.Attempt)
+			}
+		})
+	}
+	// A superuser's remote task may use the agent's credentials.
+	var id int64
+	if err := d.su.QueryRow(context.Background(), "INSERT INTO task (input, remote) VALUES ('SELECT current_database()', $1) RETURNING id",
+		fmt.Sprintf("host=%s port=%d dbname=%s user=%s", cluster.Host(), cluster.Port(), other, cluster.User())).Scan(&id); err != nil {
+		t.Fatal(err)
+	}
+	if r := d.waitTask(t, id, 20*time.Second, "DONE", "FAIL"); deref(r.Output) != other {
+		t.Fatalf("a superuser's remote task: %s %q %q", r.State, deref(r.Output), deref(r.Error))
 	}
 }

@@ -40,6 +40,8 @@ type ClaimedTask struct {
 	Save       bool
 	Format     TaskFormat
 	Remote     *string
+	Count      int           // a session that ran this many tasks is closed after it (0: no limit)
+	Live       time.Duration // a session older than this is closed after it (0: no limit)
 }
 
 // lostLead is the SQLSTATE of the task functions when their epoch no longer holds the lease.
@@ -62,11 +64,11 @@ func TaskClaim(ctx context.Context, q DB, epoch int64, slots int) ([]ClaimedTask
 	}
 	tasks, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (ClaimedTask, error) {
 		var t ClaimedTask
-		var timeout, delay pgtype.Interval
+		var timeout, delay, live pgtype.Interval
 		err := row.Scan(&t.ID, &t.Attempt, &t.Owner, &t.OwnerName, &t.OwnerSuper, &t.OwnerLogin, &t.Input, &timeout, &t.Plan,
 			&t.Repeat, &t.Drift, &t.Max, &t.Retries, &delay, &t.Save, &t.Format.Header, &t.Format.String,
-			&t.Format.Delimiter, &t.Format.Escape, &t.Format.Quote, &t.Format.Null, &t.Remote)
-		t.Timeout, t.RetryDelay = IntervalDuration(timeout), IntervalDuration(delay)
+			&t.Format.Delimiter, &t.Format.Escape, &t.Format.Quote, &t.Format.Null, &t.Remote, &t.Count, &live)
+		t.Timeout, t.RetryDelay, t.Live = IntervalDuration(timeout), IntervalDuration(delay), IntervalDuration(live)
 		return t, err
 	})
 	if err != nil {

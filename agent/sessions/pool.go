@@ -39,6 +39,7 @@ type Session struct {
 	Conn  *pgx.Conn
 	PID   uint32    // the backend's process id
 	Start time.Time // the backend's start: with PID, it names the session in the run history
+	Runs  int       // how many times it was lent, this time included
 
 	key       key
 	idleSince time.Time
@@ -132,6 +133,7 @@ func (p *Pool) Acquire(ctx context.Context, owner string, hooks Hooks) (*Session
 		switch {
 		case g.s != nil:
 			g.s.lentAt = time.Now()
+			g.s.Runs++
 			return g.s, nil
 		case !g.open:
 			return nil, ErrPoolClosed
@@ -139,6 +141,7 @@ func (p *Pool) Acquire(ctx context.Context, owner string, hooks Hooks) (*Session
 		s, err := p.openSession(p.ctx, owner)
 		if err == nil {
 			s.lentAt = time.Now()
+			s.Runs++
 			return s, nil
 		}
 		b.mu.Lock()

@@ -45,7 +45,7 @@ func (s *Service) run(t sqlschema.ClaimedTask) {
 		refuse(fmt.Sprintf("task %d: its owner %s may not log in or has expired: the task does not run", t.ID, *t.OwnerName))
 		return
 	case t.Remote != nil:
-		refuse(fmt.Sprintf("task %d: remote tasks are not run by this version of pgjobs yet", t.ID))
+		s.runRemote(t)
 		return
 	}
 	owner := *t.OwnerName
@@ -73,6 +73,8 @@ func (s *Service) run(t sqlschema.ClaimedTask) {
 	switch {
 	case r.Broken:
 		session.Close()
+	case t.Count > 0 && session.Runs >= t.Count, t.Live > 0 && stop.Sub(session.Start) >= t.Live:
+		session.Close() // pg_task's count and live: the session takes no further task
 	case t.Save:
 		session.ReleaseKeepingState()
 	default:
@@ -124,4 +126,15 @@ func firstLine(s string) string {
 		}
 	}
 	return s
+}
+
+// runRemote runs a task whose input goes to another server, on a connection of its own (not from
+// the budget, which is this server's), and queues its end.
+func (s *Service) runRemote(t sqlschema.ClaimedTask) {
+	start := s.cfg.Clock.Now()
+	s.logf(agentlog.LevelInfo, agentlog.StatusFiring, "task %d started as %s on a remote server (attempt %d)", t.ID, *t.OwnerName, t.Attempt)
+	r := runRemote(s.runCtx, *t.Remote, t.OwnerSuper, t.Timeout, t.Input, NewOutput(t.Format), func(pid uint32) {
+		s.writes.start(sqlschema.TaskStarted{ID: t.ID, Attempt: t.Attempt, PID: pid, Start: start})
+	})
+	s.end(t, start, s.cfg.Clock.Now(), r)
 }

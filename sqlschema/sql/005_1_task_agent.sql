@@ -31,7 +31,7 @@ CREATE FUNCTION pgjobs.pgj_task_claim_(p_epoch bigint, p_slots int)
 RETURNS TABLE (id bigint, attempt int, owner oid, owner_name text, owner_super boolean, owner_login boolean,
                input text, timeout interval, plan timestamptz, repeat interval, drift boolean, max int,
                retries int, retry_delay interval, save boolean, header boolean, string boolean,
-               delimiter text, escape text, quote text, "null" text, remote text)
+               delimiter text, escape text, quote text, "null" text, remote text, count int, live interval)
 LANGUAGE plpgsql
 SET search_path = pg_catalog, pg_temp
 SET lock_timeout = '200ms'
@@ -87,7 +87,7 @@ BEGIN
     )
     SELECT c.id, c.attempt, c.owner::oid, r.rolname::text, r.rolsuper, r.rolcanlogin AND (r.rolvaliduntil IS NULL OR r.rolvaliduntil > now()),
            c.input, c.timeout, c.plan, c.repeat, c.drift, c.max, c.retries, c.retry_delay, c.save,
-           c.header, c.string, c.delimiter::text, c.escape::text, c.quote::text, c."null", c.remote
+           c.header, c.string, c.delimiter::text, c.escape::text, c.quote::text, c."null", c.remote, c.count, c.live
     FROM claimed c LEFT JOIN pg_catalog.pg_roles r ON r.oid = c.owner
     ORDER BY c.priority DESC, c.max DESC, c.id;
 END

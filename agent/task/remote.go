@@ -1,0 +1,213 @@
+package task
+
+import (
+	"context"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"net"
+	"net/url"
+	"strings"
+	"time"
+
+	"github.com/jackc/pgx/v5/pgconn"
+)
+
+// remoteConnectTimeout bounds the connection of a remote task whose string sets no connect_timeout.
+const remoteConnectTimeout = 10 * time.Second
+
+// errNoPassword is the refusal of a remote task of a role that is not a superuser whose string
+// holds no password.
+var errNoPassword = errors.New("a remote task of a role that is not a superuser must give its password in the connection string (password=...): the agent's own credentials are never used for it")
+
+// errPasswordNotAsked refuses a session a remote server opened for a non-superuser's task without
+// asking for the password of its string.
+var errPasswordNotAsked = errors.New("the remote server let the task in without asking for its password: the agent's own standing there (trust, peer, a certificate) would be used; the task does not run")
+
+// remoteConfig returns the connection settings of a remote task's connection string. A
+// non-superuser's task (trusted false) must hold a password, and nothing of the agent's own
+// credentials is used for it: its client certificates from the environment are dropped, and the
+// connection is refused unless the server asked for that password (so neither trust nor peer
+// authentication as the agent's OS user, nor a .pgpass line, lets it in).
+func remoteConfig(connString string, trusted bool) (*pgconn.Config, error) {
+	keys, err := connKeys(connString)
+	if err != nil {
+		return nil, fmt.Errorf("the remote connection string: %w", err)
+	}
+	cfg, err := pgconn.ParseConfig(connString)
+	if err != nil {
+		return nil, fmt.Errorf("the remote connection string: %w", err)
+	}
+	if _, ok := keys["connect_timeout"]; !ok {
+		cfg.ConnectTimeout = remoteConnectTimeout
+	}
+	if _, ok := keys["application_name"]; !ok {
+		cfg.RuntimeParams["application_name"] = "pgjobs task"
+	}
+	if trusted {
+		return cfg, nil
+	}
+	if keys["password"] == "" {
+		return nil, errNoPassword
+	}
+	cfg.Password = keys["password"]
+	_, cert := keys["sslcert"]
+	_, key := keys["sslkey"]
+	dropCertificates := !cert && !key
+	fallbacks := append([]*pgconn.FallbackConfig{{TLSConfig: cfg.TLSConfig}}, cfg.Fallbacks...)
+	for _, f := range fallbacks {
+		if f.TLSConfig != nil && dropCertificates {
+			f.TLSConfig.Certificates, f.TLSConfig.GetClientCertificate = nil, nil
+		}
+	}
+	var sniffed *authSniffer
+	cfg.AfterNetConnect = func(_ context.Context, _ *pgconn.Config, conn net.Conn) (net.Conn, error) {
+		sniffed = &authSniffer{Conn: conn}
+		return sniffed, nil
+	}
+	cfg.ValidateConnect = func(ctx context.Context, pc *pgconn.PgConn) error {
+		if sniffed == nil || !sniffed.passwordAsked {
+			return errPasswordNotAsked
+		}
+		return nil
+	}
+	return cfg, nil
+}
+
+// connKeys returns the keys and values a libpq connection string gives itself, in either form
+// (key=value pairs, or a postgres:// URI), so that what the environment adds is told apart.
+func connKeys(s string) (map[string]string, error) {
+	keys := map[string]string{}
+	if strings.HasPrefix(s, "postgres://") || strings.HasPrefix(s, "postgresql://") {
+		u, err := url.Parse(s)
+		if err != nil {
+			return nil, err
+		}
+		if u.User != nil {
+			keys["user"] = u.User.Username()
+			if p, ok := u.User.Password(); ok {
+				keys["password"] = p
+			}
+		}
+		for k, v := range u.Query() {
+			keys[k] = v[len(v)-1]
+		}
+		return keys, nil
+	}
+	for i := 0; ; {
+		for i < len(s) && isSpace(s[i]) {
+			i++
+		}
+		if i == len(s) {
+			return keys, nil
+		}
+		eq := strings.IndexByte(s[i:], '=')
+		if eq < 0 {
+			return nil, fmt.Errorf("%q has no = at position %d", s, i+1)
+		}
+		key := strings.TrimSpace(s[i : i+eq])
+		i += eq + 1
+		for i < len(s) && isSpace(s[i]) {
+			i++
+		}
+		var v strings.Builder
+		if i < len(s) && s[i] == '\'' {
+			i++
+			for ; i < len(s) && s[i] != '\''; i++ {
+				if s[i] == '\\' && i+1 < len(s) {
+					i++
+				}
+				v.WriteByte(s[i])
+			}
+			if i == len(s) {
+				return nil, fmt.Errorf("an unterminated quoted value of %s", key)
+			}
+			i++
+		} else {
+			for ; i < len(s) && !isSpace(s[i]); i++ {
+				if s[i] == '\\' && i+1 < len(s) {
+					i++
+				}
+				v.WriteByte(s[i])
+			}
+		}
+		keys[key] = v.String()
+	}
+}
+
+func isSpace(c byte) bool { return c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '\f' || c == '\v' }
+
+// authSniffer reads the server's messages of the startup as they pass, and notes whether the server
+// asked for a password (cleartext, MD5 or SCRAM) before it accepted the session.
+type authSniffer struct {
+	net.Conn
+	passwordAsked bool
+	done          bool    // authentication ended: nothing more to look at
+	header        [5]byte // the message being read: its type and length
+	have          int     // bytes of header read
+	left          int     // bytes of the body still to pass
+	code          []byte  // the first 4 bytes of an authentication message's body
+}
+
+func (a *authSniffer) Read(p []byte) (int, error) {
+	n, err := a.Conn.Read(p)
+	for b := p[:n]; len(b) > 0 && !a.done; {
+		if a.have < len(a.header) {
+			c := copy(a.header[a.have:], b)
+			a.have += c
+			b = b[c:]
+			if a.have == len(a.header) {
+				a.left = int(binary.BigEndian.Uint32(a.header[1:])) - 4
+				a.code = a.code[:0]
+			}
+			continue
+		}
+		take := min(a.left, len(b))
+		if a.header[0] == 'R' && len(a.code) < 4 {
+			a.code = append(a.code, b[:min(take, 4-len(a.code))]...)
+			if len(a.code) == 4 {
+				switch binary.BigEndian.Uint32(a.code) {
+				case 0: // AuthenticationOk
+					a.done = true
+				case 3, 5, 10: // cleartext, MD5, SASL
+					a.passwordAsked = true
+				}
+			}
+		}
+		if a.header[0] == 'E' {
+			a.done = true
+		}
+		a.left -= take
+		b = b[take:]
+		if a.left == 0 {
+			a.have = 0
+		}
+	}
+	return n, err
+}
+
+// runRemote runs a remote task's input on a connection of its own, opened with its string, and
+// closes it after; started is told the remote backend's pid once connected.
+func runRemote(ctx context.Context, connString string, trusted bool, timeout time.Duration, input string, out *Output, started func(pid uint32)) Result {
+	cfg, err := remoteConfig(connString, trusted)
+	if err != nil {
+		text := AgentErrorText(err.Error(), input)
+		return Result{Error: &text, SQLState: "42501"} // the same string fails the same way again
+	}
+	conn, err := pgconn.ConnectConfig(ctx, cfg)
+	if err != nil {
+		code := "08001"
+		if errors.Is(err, errPasswordNotAsked) {
+			code = "42501"
+		}
+		text := AgentErrorText(fmt.Sprintf("could not connect to the remote server: %v", err), input)
+		return Result{Error: &text, SQLState: code}
+	}
+	defer conn.Close(context.Background())
+	started(conn.PID())
+	ms := timeout.Milliseconds()
+	if timeout > 0 && ms == 0 {
+		ms = 1
+	}
+	return execute(ctx, conn, fmt.Sprintf("SET statement_timeout = %d;", ms), input, out)
+}
