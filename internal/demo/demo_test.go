@@ -47,12 +47,19 @@ func TestCtrlCStopsTheDemoCleanly(t *testing.T) {
 	go func() {
 		defer close(read)
 		once := sync.Once{}
+		helloDone, taskDone := false, false
 		lines := bufio.NewScanner(output)
 		for lines.Scan() {
 			mu.Lock()
 			out.WriteString(lines.Text() + "\n")
 			mu.Unlock()
 			if strings.Contains(lines.Text(), "job Hello done") {
+				helloDone = true
+			}
+			if strings.Contains(lines.Text(), "task 1 done") {
+				taskDone = true
+			}
+			if helloDone && taskDone {
 				once.Do(func() { close(started) })
 			}
 		}
@@ -76,7 +83,7 @@ func TestCtrlCStopsTheDemoCleanly(t *testing.T) {
 	if err != nil {
 		t.Fatalf("the demo ended with %v:\n%s", err, text)
 	}
-	for _, want := range []string{"pgjobsagent: stopped on interrupt", "== the run history", "Hello    ok", "== removing the cluster"} {
+	for _, want := range []string{"pgjobsagent: stopped on interrupt", "== the run history", "Hello    ok", "== the tasks", "1 DONE attempt 1  who\tanswer | postgres\t42", "== removing the cluster"} {
 		if !strings.Contains(text, want) {
 			t.Errorf("no %q in the demo's output:\n%s", want, text)
 		}

@@ -19,7 +19,8 @@ import (
 	"github.com/pgjobs/pgjobs/internal/pgtest"
 )
 
-// sampleJobs are the demo's functions, schedules and jobs, in the SQL API of the specification.
+// sampleJobs are the demo's functions, schedules and jobs, in the SQL API of the specification,
+// and a few tasks (docs/tasks.md).
 const sampleJobs = `
 CREATE TABLE demo_log (at timestamptz DEFAULT clock_timestamp(), note text);
 CREATE FUNCTION demo_note(note text) RETURNS void LANGUAGE sql AS $$ INSERT INTO demo_log (note) VALUES (note) $$;
@@ -30,6 +31,11 @@ SELECT pgj_create_schedule('MondayMorning', 'W 1 7:30');
 SELECT pgj_create_job('Tick', 'demo_note(''tick'')', null, 'EveryMinute');
 SELECT pgj_create_job('Broken', 'demo_fail()', null, 'EveryMinute');
 SELECT pgj_create_job('Report', 'demo_note(''weekly report'')', null, 'MondayMorning');
+INSERT INTO task (input) VALUES ('SELECT current_user AS who, 6 * 7 AS answer');
+INSERT INTO task (plan, input) VALUES (now() + interval '20 seconds', 'SELECT ''planned 20 s later''');
+INSERT INTO task (repeat, input) VALUES ('30 seconds', 'SELECT ''every 30 s'', now()');
+INSERT INTO task ("group", max, input) SELECT 'pair', 1, 'SELECT pg_sleep(2), ' || g FROM generate_series(1, 4) g;
+INSERT INTO task (retries, retry_delay, input) VALUES (1, '5 seconds', 'SELECT 1/0');
 `
 
 func main() {
@@ -94,7 +100,7 @@ func run(bin string, duration time.Duration) error {
 		return err
 	}
 	fmt.Printf("== running pgjobsagent --foreground (logs also in %s); Ctrl-C stops it\n", logDir)
-	fmt.Printf("   meanwhile: psql '%s' -c 'SELECT * FROM pgj_jobs' -c 'SELECT * FROM pgj_runs'\n\n", cluster.DSN("demo"))
+	fmt.Printf("   meanwhile: psql '%s' -c 'SELECT * FROM pgj_jobs' -c 'SELECT * FROM pgj_runs' -c 'TABLE task'\n\n", cluster.DSN("demo"))
 	agent := exec.Command(filepath.Join(bin, "pgjobsagent"), "--config", conf, "--log-dir", logDir, "--foreground", "--grace", "5s")
 	agent.Stdout, agent.Stderr = os.Stdout, os.Stderr
 	// The agent has a process group of its own, as the cluster's server has: a Ctrl-C in the
@@ -142,6 +148,15 @@ func summary(ctx context.Context, cluster *pgtest.Cluster) error {
 		return err
 	}
 	fmt.Println("\n== the run history (SELECT * FROM pgj_runs):")
+	for _, l := range lines {
+		fmt.Println("  ", l)
+	}
+	rows, _ = conn.Query(ctx, `SELECT format('%3s %-4s attempt %s  %s', id, state, attempt,
+		replace(coalesce(output, error, ''), E'\n', ' | ')) FROM task ORDER BY id`)
+	if lines, err = pgx.CollectRows(rows, pgx.RowTo[string]); err != nil {
+		return err
+	}
+	fmt.Println("\n== the tasks (SELECT id, state, attempt, output, error FROM task):")
 	for _, l := range lines {
 		fmt.Println("  ", l)
 	}
