@@ -1,0 +1,87 @@
+package sqlschema_test
+
+import (
+	"context"
+	"fmt"
+	"testing"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/pgjobs/pgjobs/sqlschema"
+)
+
+// TestTaskTableRefusesWhatUsersMayNotDo: as an ordinary LOGIN role, with every trick of the
+// agent's own writes (its writer mark, its functions, its guard for another role), alice can
+// neither act on bob's tasks nor move her own through states only the agent sets.
+func TestTaskTableRefusesWhatUsersMayNotDo(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	db := enabledDatabase(t)
+	alice, bob := cluster.NewRole(t, "alice", db), cluster.NewRole(t, "bob", db)
+	asAlice, asBob := cluster.ConnectAs(t, db, alice), cluster.ConnectAs(t, db, bob)
+	var bobTask, bobOid int64
+	if err := asBob.QueryRow(ctx, "INSERT INTO task (input) VALUES ('SELECT 1') RETURNING id, owner::oid::bigint").Scan(&bobTask, &bobOid); err != nil {
+		t.Fatal(err)
+	}
+	var own int64
+	if err := asAlice.QueryRow(ctx, "INSERT INTO task (input) VALUES ('SELECT 2') RETURNING id").Scan(&own); err != nil {
+		t.Fatal(err)
+	}
+	if n := queryString(t, asAlice, "SELECT count(*)::text FROM task"); n != "1" {
+		t.Fatalf("alice sees %s tasks, want her own only", n)
+	}
+	for _, c := range []struct{ sql, code, text string }{
+		{"INSERT INTO task (input, owner) VALUES ('SELECT 1', '" + bob + "')", "42501", "is not the inserting role"},
+		{fmt.Sprintf("UPDATE task SET owner = '%s' WHERE id = %d", bob, own), "42501", "cannot be changed"},
+		{"INSERT INTO task (input, state) VALUES ('SELECT 1', 'WORK')", "23514", "a new task is PLAN or STOP"},
+		{fmt.Sprintf("UPDATE task SET state = 'DONE' WHERE id = %d", own), "23514", fmt.Sprintf("task %d: the state cannot change from PLAN to DONE", own)},
+		{fmt.Sprintf("SET pgjobs.task_writer = 'agent'; UPDATE task SET state = 'TAKE' WHERE id = %d", own), "23514", "cannot change from PLAN to TAKE"},
+		{"SELECT * FROM pgjobs.pgj_task_claim_(0, 10)", "42501", "permission denied"},
+		{fmt.Sprintf("SELECT pgjobs.pgj_task_end_(0, %d, 1, now(), now(), 'x', NULL, NULL, NULL, NULL)", bobTask), "42501", "permission denied"},
+		{"SELECT pgjobs.pgj_task_reset_(0, '{}')", "42501", "permission denied"},
+		{fmt.Sprintf("SELECT pgjobs.pgj_task_begin_(%d, %d, 0)", bobTask, bobOid), "42501", "not as the task's owner"},
+		{"TRUNCATE task", "42501", "permission denied"},
+	} {
+		wantError(t, asAlice, c.sql, c.code, c.text)
+		mustExec(t, asAlice, "RESET ALL")
+	}
+	for _, sql := range []string{"UPDATE task SET input = 'SELECT 3', state = 'STOP'", "DELETE FROM task WHERE input = 'SELECT 1'"} {
+		if _, err := asAlice.Exec(ctx, sql); err != nil {
+			t.Fatalf("%s: %v", sql, err)
+		}
+	}
+	if got := queryString(t, asBob, "SELECT state || ' ' || input FROM task WHERE id = $1", bobTask); got != "PLAN SELECT 1" {
+		t.Fatalf("bob's task after alice's statements: %q", got)
+	}
+	// A bad default from a setting names it.
+	wantError(t, asAlice, "SET pgjobs.task_max = 'many'; INSERT INTO task (input) VALUES ('SELECT 1')", "22023", "pgjobs.task_max = 'many' is not a value of column max")
+}
+
+// TestTaskPrune: the ended tasks older than task_retention go, the others stay.
+func TestTaskPrune(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	db := enabledDatabase(t)
+	conn := cluster.Connect(t, db)
+	// The agent's mark lets the superuser write ended rows as the agent would.
+	mustExec(t, conn, `BEGIN; SET LOCAL pgjobs.task_writer = 'agent';
+		INSERT INTO task (input, state, stop) VALUES
+			('old', 'DONE', now() - interval '8 days'), ('old', 'FAIL', now() - interval '8 days'),
+			('old', 'GONE', now() - interval '8 days'), ('recent', 'DONE', now() - interval '2 days'),
+			('waiting', 'PLAN', now() - interval '9 days');
+		COMMIT`)
+	count := func() string {
+		return queryString(t, conn, "SELECT string_agg(input, ',' ORDER BY id) FROM task")
+	}
+	if n, err := sqlschema.TaskPrune(ctx, conn); err != nil || n != 3 || count() != "recent,waiting" {
+		t.Fatalf("pruned %d (%v), left %s; want 3, recent and waiting", n, err, count())
+	}
+	mustExec(t, conn, "SELECT pgj_set_setting('task_retention', '1 day')")
+	if n, err := sqlschema.TaskPrune(ctx, conn); err != nil || n != 1 || count() != "waiting" {
+		t.Fatalf("with task_retention 1 day: pruned %d (%v), left %s", n, err, count())
+	}
+	var rows pgx.Rows
+	rows, _ = conn.Query(ctx, "SELECT name FROM pgj_settings WHERE name = 'task_retention'")
+	if names, err := pgx.CollectRows(rows, pgx.RowTo[string]); err != nil || len(names) != 1 {
+		t.Fatalf("pgj_settings: %v %v", names, err)
+	}
+}
