@@ -58,9 +58,9 @@ type Options struct {
 	// OnEvent, when not nil, is called on each change of a database agent's state (Event), with
 	// the database's id: a hook for tests.
 	OnEvent func(id int, e Event)
-	// OnTasksEnded, when not nil, is called after the ends of tasks were written, with the
-	// database's id and the tasks' ids: a hook for tests.
-	OnTasksEnded func(id int, tasks []int64)
+	// OnTasksWritten, when not nil, is called after starts or ends of tasks were written, with the
+	// database's id: a hook for tests.
+	OnTasksWritten func(id int)
 	// OnReload, when not nil, is called after each reload of a database agent's jobs on a change
 	// notification, with the database's id: a hook for tests.
 	OnReload func(id int)

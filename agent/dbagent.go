@@ -65,9 +65,9 @@ func newDBAgent(db Database, opt Options, runCtx context.Context, budget *sessio
 	a.taskOwners = budget.NewPool(runCtx, opt.TaskRuns, a.openOwnerSession)
 	a.tasks = task.New(runCtx, task.Config{
 		Clock: opt.Clock, Location: opt.Location, Log: a.log, Sessions: a.taskOwners, Slots: opt.TaskRuns,
-		OnEnded: func(ids []int64) {
-			if opt.OnTasksEnded != nil {
-				opt.OnTasksEnded(db.ID, ids)
+		OnWritten: func() {
+			if opt.OnTasksWritten != nil {
+				opt.OnTasksWritten(db.ID)
 			}
 		},
 	})

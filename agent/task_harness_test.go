@@ -22,13 +22,13 @@ type taskDB struct {
 	ended *endedTasks
 }
 
-// endedTasks counts the writes of task ends the agent reports (Options.OnTasksEnded).
+// endedTasks tells of the writes of task starts and ends the agent reports (Options.OnTasksWritten).
 type endedTasks struct {
 	mu      sync.Mutex
 	changed chan struct{}
 }
 
-func (e *endedTasks) report(int, []int64) {
+func (e *endedTasks) report(int) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	close(e.changed)
@@ -49,7 +49,7 @@ func newTaskDB(t *testing.T, configure func(*agent.Options)) taskDB {
 	ended := &endedTasks{changed: make(chan struct{})}
 	startAgentWith(t, agent.RealClock{}, func(o *agent.Options) {
 		o.Start = time.Time{}
-		o.OnTasksEnded = ended.report
+		o.OnTasksWritten = ended.report
 		if configure != nil {
 			configure(o)
 		}

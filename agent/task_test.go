@@ -6,6 +6,9 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/pgjobs/pgjobs/agent"
 )
 
 // TestTaskOutputAndErrors: the examples of docs/tasks.md, "Output" and "Errors", run by the agent.
@@ -122,5 +125,41 @@ func TestRemoteTasks(t *testing.T) {
 	}
 	if r := d.waitTask(t, id, 20*time.Second, "DONE", "FAIL"); deref(r.Output) != other {
 		t.Fatalf("a superuser's remote task: %s %q %q", r.State, deref(r.Output), deref(r.Error))
+	}
+}
+
+// TestTasksTakeTurnsBetweenRoles: alice's backlog of long tasks with a high priority, in a group
+// that allows them all at once, neither takes a place in bob's group of the same name nor every
+// slot: bob's task, inserted after hers, starts before her eighth.
+func TestTasksTakeTurnsBetweenRoles(t *testing.T) {
+	t.Parallel()
+	d := newTaskDB(t, func(o *agent.Options) { o.TaskRuns = 8 })
+	ctx := context.Background()
+	var alice []int64
+	for i := 0; i < 12; i++ {
+		alice = append(alice, d.insert(t, "\"group\", max, priority, input", "shared", 100, 100, "SELECT pg_sleep(3)"))
+	}
+	d.waitTask(t, alice[0], 20*time.Second, "WORK", "DONE")
+	bob := cluster.NewRole(t, "bob", d.name)
+	asBob := newPool(t, d.name, bob)
+	var id int64
+	if err := asBob.QueryRow(ctx, `INSERT INTO task ("group", max, input) VALUES ('shared', 0, 'SELECT 1') RETURNING id`).Scan(&id); err != nil {
+		t.Fatal(err)
+	}
+	b := d.waitTask(t, id, 20*time.Second, "DONE")
+	var eighth time.Time
+	for eighth.IsZero() {
+		var s *time.Time
+		if err := d.su.QueryRow(ctx, "SELECT start FROM task WHERE id = ANY($1) AND start IS NOT NULL ORDER BY start OFFSET 7 LIMIT 1", alice).Scan(&s); err != nil && err != pgx.ErrNoRows {
+			t.Fatal(err)
+		}
+		if s != nil {
+			eighth = *s
+			break
+		}
+		<-d.ended.next()
+	}
+	if !b.Start.Before(eighth) {
+		t.Fatalf("bob's task started at %s, after alice's eighth (%s)", b.Start, eighth)
 	}
 }

@@ -56,9 +56,10 @@ func taskErr(what string, err error) error {
 	return fmt.Errorf("%s: %w", what, err)
 }
 
-// TaskClaim ends the one-shot tasks that waited too long (GONE) and claims up to slots ready ones.
-func TaskClaim(ctx context.Context, q DB, epoch int64, slots int) ([]ClaimedTask, error) {
-	rows, err := q.Query(ctx, query("task_claim"), epoch, slots)
+// TaskClaim ends the one-shot tasks that waited too long (GONE) and claims up to slots ready ones,
+// the roles taking turns and none holding more than ownerCap tasks at once.
+func TaskClaim(ctx context.Context, q DB, epoch int64, slots, ownerCap int) ([]ClaimedTask, error) {
+	rows, err := q.Query(ctx, query("task_claim"), epoch, slots, ownerCap)
 	if err != nil {
 		return nil, taskErr("claim tasks", err)
 	}

@@ -33,8 +33,8 @@ type Config struct {
 	Log      *slog.Logger
 	Sessions *sessions.Pool // sessions of the tasks' owners, from the server's budget
 	Slots    int            // tasks run at once, at most
-	// OnEnded, if not nil, is called after the ends of runs were written, with their task ids.
-	OnEnded func(ids []int64)
+	// OnWritten, if not nil, is called after starts or ends of tasks were written.
+	OnWritten func()
 }
 
 // Term is what a leadership term gives the task service.
@@ -120,6 +120,10 @@ func (s *Service) free() int {
 	return max(0, s.cfg.Slots-len(s.running))
 }
 
+// ownerCap is the most tasks one role runs at once: all slots but one, so that another role's task
+// finds a slot while one role's long tasks run.
+func (s *Service) ownerCap() int { return max(1, s.cfg.Slots-1) }
+
 // Wait waits until the runs in flight have ended.
 func (s *Service) Wait() { s.runs.Wait() }
 
@@ -144,6 +148,9 @@ func (s *Service) Run(ctx context.Context, t Term) error {
 				return
 			}
 			s.untroubled(&s.writeSince, t.Progress)
+			if s.cfg.OnWritten != nil {
+				s.cfg.OnWritten()
+			}
 			if len(ends) > 0 {
 				s.written(ends)
 				select {
@@ -237,7 +244,7 @@ func (s *Service) look(ctx context.Context, t Term, resetNeeded *bool, resetDue 
 			*resetDue = time.After(resetAgain)
 		}
 	}
-	claimed, err := sqlschema.TaskClaim(ctx, t.Records, t.Epoch, s.free())
+	claimed, err := sqlschema.TaskClaim(ctx, t.Records, t.Epoch, s.free(), s.ownerCap())
 	if err != nil {
 		return 0, err
 	}
@@ -265,18 +272,13 @@ func (s *Service) drain(t Term) {
 
 // written forgets the tasks whose ends were written and frees their slots.
 func (s *Service) written(ends []sqlschema.TaskEnd) {
-	ids := make([]int64, len(ends))
 	s.mu.Lock()
-	for i, e := range ends {
-		ids[i] = e.ID
+	for _, e := range ends {
 		delete(s.running, e.ID)
 	}
 	s.mu.Unlock()
 	select {
 	case s.freed <- struct{}{}:
 	default:
-	}
-	if s.cfg.OnEnded != nil {
-		s.cfg.OnEnded(ids)
 	}
 }

@@ -81,11 +81,11 @@ CREATE TABLE pgjobs.task (
 );
 COMMENT ON TABLE pgjobs.task IS 'Asynchronous SQL tasks: INSERT INTO task (input) VALUES (''SELECT now()''); the agent runs each as its owner and writes output or error back';
 
--- The claim walks the ready rows of each (group, remote) in claim order; the wake-up looks for the
+-- The claim walks the ready rows of each (owner, group, remote) in claim order; the wake-up looks for the
 -- next plan; the busy rows give each group's running count; the retention deletes ended rows.
-CREATE INDEX task_ready ON pgjobs.task ("group", (coalesce(remote, '')), priority DESC, max DESC, id) WHERE state = 'PLAN';
+CREATE INDEX task_ready ON pgjobs.task (owner, "group", (coalesce(remote, '')), priority DESC, max DESC, id) WHERE state = 'PLAN';
 CREATE INDEX task_plan ON pgjobs.task (plan) WHERE state = 'PLAN';
-CREATE INDEX task_busy ON pgjobs.task ("group", (coalesce(remote, ''))) WHERE state IN ('TAKE', 'WORK');
+CREATE INDEX task_busy ON pgjobs.task (owner, "group", (coalesce(remote, ''))) WHERE state IN ('TAKE', 'WORK');
 CREATE INDEX task_ended ON pgjobs.task (stop) WHERE state IN ('DONE', 'FAIL', 'GONE');
 
 -- pgj_task_agent_ tells whether the calling code may act as the agent: it may update the leader

@@ -22,12 +22,15 @@ $$;
 
 -- pgj_task_claim_ ends the one-shot tasks that waited past plan + active (GONE, 'task not active'),
 -- then claims up to p_slots ready tasks (PLAN, plan reached) for the epoch: TAKE, the next attempt.
--- Within each (group, remote) the rows go in claim order (higher priority, then higher max, then
+-- A group is the triple (owner, group, remote): one role's tasks never take a place in another
+-- role's group. Within a group the rows go in claim order (higher priority, then higher max, then
 -- lower id), and a row is taken only while its group runs fewer than max + 1 (max >= 0), or none
--- at all and it is the group's first waiting row, ready or not (max < 0: one at a time, spaced). Among the groups the claim order
--- holds too. The cost grows with the groups that have waiting rows and with p_slots, not with the
--- number of rows waiting.
-CREATE FUNCTION pgjobs.pgj_task_claim_(p_epoch bigint, p_slots int)
+-- at all and it is the group's first waiting row, ready or not (max < 0: one at a time, spaced).
+-- Among the roles the claim takes turns: each role's first ready task before any role's second,
+-- and no role holds more than p_owner_cap tasks at once, so that one role's backlog, however high
+-- its priorities, leaves room for the others. The cost grows with the groups that have waiting
+-- rows and with p_slots, not with the number of rows waiting.
+CREATE FUNCTION pgjobs.pgj_task_claim_(p_epoch bigint, p_slots int, p_owner_cap int)
 RETURNS TABLE (id bigint, attempt int, owner oid, owner_name text, owner_super boolean, owner_login boolean,
                input text, timeout interval, plan timestamptz, repeat interval, drift boolean, max int,
                retries int, retry_delay interval, save boolean, header boolean, string boolean,
@@ -45,38 +48,46 @@ BEGIN
     END IF;
     RETURN QUERY
     WITH RECURSIVE groups AS (
-        (SELECT t."group" AS g, coalesce(t.remote, '') AS r FROM pgjobs.task t
-         WHERE t.state = 'PLAN' ORDER BY t."group", coalesce(t.remote, '') LIMIT 1)
+        (SELECT t.owner AS o, t."group" AS g, coalesce(t.remote, '') AS r FROM pgjobs.task t
+         WHERE t.state = 'PLAN' ORDER BY t.owner, t."group", coalesce(t.remote, '') LIMIT 1)
         UNION ALL
-        SELECT n.g, n.r FROM groups,
-        LATERAL (SELECT t."group" AS g, coalesce(t.remote, '') AS r FROM pgjobs.task t
-                 WHERE t.state = 'PLAN' AND (t."group", coalesce(t.remote, '')) > (groups.g, groups.r)
-                 ORDER BY t."group", coalesce(t.remote, '') LIMIT 1) n
+        SELECT n.o, n.g, n.r FROM groups,
+        LATERAL (SELECT t.owner AS o, t."group" AS g, coalesce(t.remote, '') AS r FROM pgjobs.task t
+                 WHERE t.state = 'PLAN' AND (t.owner, t."group", coalesce(t.remote, '')) > (groups.o, groups.g, groups.r)
+                 ORDER BY t.owner, t."group", coalesce(t.remote, '') LIMIT 1) n
     ),
     ranked AS (
-        SELECT c.id, c.priority, c.max, busy.n, c.i,
+        SELECT c.id, c.priority, c.max, groups.o, c.i,
                bool_and(CASE WHEN c.max >= 0 THEN busy.n + c.i <= c.max ELSE busy.n = 0 AND c.i = 0 AND c.id = head.id END)
-                   OVER (PARTITION BY groups.g, groups.r ORDER BY c.i) AS fits
+                   OVER (PARTITION BY groups.o, groups.g, groups.r ORDER BY c.i) AS fits
         FROM groups,
         LATERAL (SELECT count(*) AS n FROM pgjobs.task b
-                 WHERE b.state IN ('TAKE', 'WORK') AND b."group" = groups.g AND coalesce(b.remote, '') = groups.r) busy,
+                 WHERE b.state IN ('TAKE', 'WORK') AND b.owner = groups.o AND b."group" = groups.g AND coalesce(b.remote, '') = groups.r) busy,
         -- The group's first waiting row, ready or not: a negative-max group waits for it, planned
         -- by the end of the task before it, and no other row of the group passes it.
         LATERAL (SELECT t.id FROM pgjobs.task t
-                 WHERE t.state = 'PLAN' AND t."group" = groups.g AND coalesce(t.remote, '') = groups.r
+                 WHERE t.state = 'PLAN' AND t.owner = groups.o AND t."group" = groups.g AND coalesce(t.remote, '') = groups.r
                  ORDER BY t.priority DESC, t.max DESC, t.id LIMIT 1) head,
         LATERAL (SELECT t.id, t.priority, t.max, row_number() OVER (ORDER BY t.priority DESC, t.max DESC, t.id) - 1 AS i
                  FROM pgjobs.task t
-                 WHERE t.state = 'PLAN' AND t."group" = groups.g AND coalesce(t.remote, '') = groups.r AND t.plan <= now()
+                 WHERE t.state = 'PLAN' AND t.owner = groups.o AND t."group" = groups.g AND coalesce(t.remote, '') = groups.r
+                   AND t.plan <= now()
                  ORDER BY t.priority DESC, t.max DESC, t.id LIMIT p_slots) c
     ),
+    turns AS (
+        SELECT ranked.id, ranked.priority, ranked.max, ranked.o,
+               row_number() OVER (PARTITION BY ranked.o ORDER BY ranked.priority DESC, ranked.max DESC, ranked.id) AS turn
+        FROM ranked WHERE fits
+    ),
     chosen AS (
-        SELECT ranked.id FROM ranked WHERE fits ORDER BY ranked.priority DESC, ranked.max DESC, ranked.id LIMIT p_slots
+        SELECT turns.id FROM turns
+        WHERE turns.turn <= p_owner_cap - (SELECT count(*) FROM pgjobs.task b WHERE b.state IN ('TAKE', 'WORK') AND b.owner = turns.o)
+        ORDER BY turns.turn, turns.priority DESC, turns.max DESC, turns.id LIMIT p_slots
     ),
     locked AS (
         SELECT t.id FROM pgjobs.task t
         WHERE t.id IN (SELECT chosen.id FROM chosen) AND t.state = 'PLAN' AND t.plan <= now()
-        ORDER BY t.priority DESC, t.max DESC, t.id LIMIT p_slots
+        LIMIT p_slots
         FOR UPDATE SKIP LOCKED
     ),
     claimed AS (
@@ -149,7 +160,7 @@ BEGIN
     IF t.max < 0 AND p_space_at IS NOT NULL THEN
         UPDATE pgjobs.task x SET plan = p_space_at
         WHERE x.id = (SELECT n.id FROM pgjobs.task n
-                      WHERE n.state = 'PLAN' AND n."group" = t."group" AND coalesce(n.remote, '') = coalesce(t.remote, '')
+                      WHERE n.state = 'PLAN' AND n.owner = t.owner AND n."group" = t."group" AND coalesce(n.remote, '') = coalesce(t.remote, '')
                       ORDER BY n.priority DESC, n.max DESC, n.id LIMIT 1)
           AND x.plan < p_space_at;
     END IF;
@@ -245,7 +256,7 @@ BEGIN
 END
 $$;
 
-REVOKE ALL ON FUNCTION pgjobs.pgj_task_lead_(bigint), pgjobs.pgj_task_claim_(bigint, int),
+REVOKE ALL ON FUNCTION pgjobs.pgj_task_lead_(bigint), pgjobs.pgj_task_claim_(bigint, int, int),
     pgjobs.pgj_task_work_(bigint, bigint[], int[], int[], timestamptz[]),
     pgjobs.pgj_task_end_(bigint, bigint, int, timestamptz, timestamptz, text, text, timestamptz, timestamptz, timestamptz),
     pgjobs.pgj_task_reset_(bigint, bigint[]), pgjobs.pgj_task_next_(), pgjobs.pgj_task_prune_(int)
