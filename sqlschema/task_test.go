@@ -85,3 +85,26 @@ func TestTaskPrune(t *testing.T) {
 		t.Fatalf("pgj_settings: %v %v", names, err)
 	}
 }
+
+// TestUpgradeFromVersion4AddsTheTaskTable: a database enabled before tasks existed gets the task
+// table from the upgrade, visible unqualified to every role, with its setting.
+func TestUpgradeFromVersion4AddsTheTaskTable(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	db := cluster.NewDatabase(t)
+	conn := cluster.Connect(t, db)
+	if err := sqlschema.InstallVersion(ctx, conn, 4); err != nil {
+		t.Fatal(err)
+	}
+	if from, to, err := sqlschema.Upgrade(ctx, conn); err != nil || from != 4 || to != sqlschema.Latest() {
+		t.Fatalf("Upgrade = %d, %d, %v", from, to, err)
+	}
+	alice := cluster.NewRole(t, "alice", db)
+	asAlice := cluster.ConnectAs(t, db, alice)
+	if got := queryString(t, asAlice, "INSERT INTO task (input) VALUES ('SELECT 1') RETURNING state::text || ' ' || owner::text"); got != "PLAN "+alice {
+		t.Fatalf("a task after the upgrade: %q", got)
+	}
+	if got := queryString(t, asAlice, "SELECT value FROM pgj_settings WHERE name = 'task_retention'"); got != "7 days" {
+		t.Fatalf("task_retention = %q", got)
+	}
+}
