@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/pgjobs/pgjobs/agent"
 )
@@ -104,20 +105,22 @@ func TestTaskRules(t *testing.T) {
 	})
 	t.Run("priority first", func(t *testing.T) {
 		t.Parallel()
-		blocker := d.insert(t, "\"group\", input", "prio", "SELECT pg_sleep(0.3)")
-		d.waitTask(t, blocker, wait, "DONE", "gone")
-		// The blocker is finished; now a busy one, then low and high priorities behind it.
+		// While a task of the group (one at a time) runs, three tasks and then a fourth of a
+		// higher priority wait: the fourth runs first.
+		d.insert(t, "\"group\", input", "prio", "SELECT pg_sleep(0.5)")
 		ids := insertSpans(t, d, "prio", 0, 3, "priority", 0)
 		high := insertSpans(t, d, "prio", 3, 1, "priority", 10)
 		for _, id := range append(ids, high...) {
 			d.waitTask(t, id, wait, "DONE")
 		}
 		var first int64
-		if err := d.su.QueryRow(ctx, "SELECT task FROM spans WHERE grp = 'prio' ORDER BY s OFFSET 1 LIMIT 1").Scan(&first); err != nil {
+		if err := d.su.QueryRow(ctx, "SELECT task FROM spans WHERE grp = 'prio' ORDER BY s LIMIT 1").Scan(&first); err != nil {
 			t.Fatal(err)
 		}
 		if first != int64(len(ids)) {
-			t.Errorf("the second to run was task %d, want the high-priority one (%d)", first, len(ids))
+			rows, _ := d.su.Query(ctx, "SELECT format('%s %s %s', task, s, e) FROM spans WHERE grp = 'prio' ORDER BY s")
+			all, _ := pgx.CollectRows(rows, pgx.RowTo[string])
+			t.Errorf("the first to run was task %d, want the high-priority one (%d): %v", first, len(ids), all)
 		}
 	})
 	t.Run("expired", func(t *testing.T) {

@@ -163,3 +163,35 @@ func TestTasksTakeTurnsBetweenRoles(t *testing.T) {
 		t.Fatalf("bob's task started at %s, after alice's eighth (%s)", b.Start, eighth)
 	}
 }
+
+// TestLockedTaskRowHoldsUpNoOneElse: alice locks the row of her own running task (SELECT ... FOR
+// UPDATE in an open transaction); bob's task, which ends meanwhile, is written as usual, and
+// hers once she lets go.
+func TestLockedTaskRowHoldsUpNoOneElse(t *testing.T) {
+	t.Parallel()
+	d := newTaskDB(t, nil)
+	ctx := context.Background()
+	own := d.insert(t, "input", "SELECT pg_sleep(0.3)")
+	d.waitTask(t, own, 20*time.Second, "WORK")
+	tx, err := d.as.Begin(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tx.Rollback(ctx)
+	if _, err := tx.Exec(ctx, "SELECT FROM task WHERE id = $1 FOR UPDATE", own); err != nil {
+		t.Fatal(err)
+	}
+	bob := cluster.NewRole(t, "bob", d.name)
+	var id int64
+	if err := newPool(t, d.name, bob).QueryRow(ctx, "INSERT INTO task (input, delete) VALUES ('SELECT pg_sleep(0.5)', false) RETURNING id").Scan(&id); err != nil {
+		t.Fatal(err)
+	}
+	d.waitTask(t, id, 20*time.Second, "DONE")
+	if r, _ := d.row(t, own); r.State != "WORK" {
+		t.Fatalf("alice's locked task is %s while she holds it", r.State)
+	}
+	if err := tx.Commit(ctx); err != nil {
+		t.Fatal(err)
+	}
+	d.waitTask(t, own, 20*time.Second, "DONE")
+}

@@ -105,11 +105,12 @@ type TaskEnd struct {
 }
 
 // TaskWrite writes, in one transaction, the tasks that started (WORK) and then the ends, each end
-// with its repeat row, delete and re-planning. It returns how many ends found their row still in
-// that attempt: the others were reset meanwhile, and are not written.
-func TaskWrite(ctx context.Context, db DB, epoch int64, started []TaskStarted, ends []TaskEnd) (written int, err error) {
+// with its repeat row, delete and re-planning. An end whose row another session holds locked is
+// not written but returned in busy, to be written later; an end whose row is no longer in that
+// attempt (reset meanwhile) is dropped.
+func TaskWrite(ctx context.Context, db DB, epoch int64, started []TaskStarted, ends []TaskEnd) (busy []TaskEnd, err error) {
 	err = pgx.BeginFunc(ctx, db, func(tx pgx.Tx) error {
-		written = 0
+		busy = nil
 		batch := &pgx.Batch{}
 		if len(started) > 0 {
 			ids, attempts, pids, starts := make([]int64, len(started)), make([]int32, len(started)), make([]int32, len(started)), make([]time.Time, len(started))
@@ -121,12 +122,12 @@ func TaskWrite(ctx context.Context, db DB, epoch int64, started []TaskStarted, e
 		for _, e := range ends {
 			batch.Queue(query("task_end"), epoch, e.ID, e.Attempt, e.Start, e.Stop, e.Output, e.Error, e.RetryAt, e.NextPlan, e.SpaceAt).
 				QueryRow(func(row pgx.Row) error {
-					var ok bool
+					var ok *bool
 					if err := row.Scan(&ok); err != nil {
 						return err
 					}
-					if ok {
-						written++
+					if ok == nil {
+						busy = append(busy, e)
 					}
 					return nil
 				})
@@ -134,9 +135,9 @@ func TaskWrite(ctx context.Context, db DB, epoch int64, started []TaskStarted, e
 		return tx.SendBatch(ctx, batch).Close()
 	})
 	if err != nil {
-		return 0, taskErr("write the tasks' results", err)
+		return nil, taskErr("write the tasks' results", err)
 	}
-	return written, nil
+	return busy, nil
 }
 
 // TaskReset puts back to PLAN the tasks left claimed or running by an agent that died or lost the

@@ -263,10 +263,15 @@ func (s *Service) drain(t Term) {
 	s.runs.Wait()
 	ctx, cancel := context.WithTimeout(context.Background(), drainWrites)
 	defer cancel()
-	if ends, err := s.writes.flush(ctx, t.Records, t.Epoch); err != nil {
-		s.logf(agentlog.LevelError, agentlog.StatusStopping, "%d task results could not be written: %v; those tasks run again under the next agent", s.writes.pending(), err)
-	} else if len(ends) > 0 {
+	ends, held, err := s.writes.flush(ctx, t.Records, t.Epoch)
+	if len(ends) > 0 {
 		s.written(ends)
+	}
+	switch {
+	case err != nil:
+		s.logf(agentlog.LevelError, agentlog.StatusStopping, "%d task results could not be written: %v; those tasks run again under the next agent", s.writes.pending(), err)
+	case held:
+		s.logf(agentlog.LevelError, agentlog.StatusStopping, "%d task results could not be written: their rows were locked by other sessions; those tasks run again under the next agent", s.writes.pending())
 	}
 }
 

@@ -3,6 +3,7 @@ package task
 import (
 	"context"
 	"errors"
+	"slices"
 	"sync"
 	"time"
 
@@ -56,34 +57,52 @@ func (w *writer) pending() int {
 }
 
 // flush writes what waits, in one transaction, and returns the ends it wrote (also those whose row
-// had moved on: they are done with). On failure everything stays queued, in order.
-func (w *writer) flush(ctx context.Context, records *pgxpool.Pool, epoch int64) ([]sqlschema.TaskEnd, error) {
+// had moved on: they are done with), and whether some ends stay queued because another session
+// held their row locked. On failure everything stays queued, in order.
+func (w *writer) flush(ctx context.Context, records *pgxpool.Pool, epoch int64) (written []sqlschema.TaskEnd, held bool, err error) {
 	w.mu.Lock()
 	started, ends := w.started, w.ends
 	w.started, w.ends = nil, nil
 	w.mu.Unlock()
 	if len(started) == 0 && len(ends) == 0 {
-		return nil, nil
+		return nil, false, nil
 	}
-	if _, err := sqlschema.TaskWrite(ctx, records, epoch, started, ends); err != nil {
+	busy, err := sqlschema.TaskWrite(ctx, records, epoch, started, ends)
+	if err != nil {
 		w.mu.Lock()
 		w.started, w.ends = append(started, w.started...), append(ends, w.ends...)
 		w.mu.Unlock()
-		return nil, err
+		return nil, false, err
 	}
-	return ends, nil
+	if len(busy) == 0 {
+		return ends, false, nil
+	}
+	w.mu.Lock()
+	w.ends = append(busy, w.ends...)
+	w.mu.Unlock()
+	for _, e := range ends {
+		if !slices.ContainsFunc(busy, func(b sqlschema.TaskEnd) bool { return b.ID == e.ID && b.Attempt == e.Attempt }) {
+			written = append(written, e)
+		}
+	}
+	return written, true, nil
 }
 
 // loop writes whenever something is queued, until ctx ends; after each try it calls flushed with
-// the ends written, or the error. It fails only with ErrLostLead: other failures are retried.
+// the ends written, or the error. It fails only with ErrLostLead: other failures are retried after
+// writeRetry, and the ends whose rows were held locked are tried again then too, while other
+// writes go on meanwhile.
 func (w *writer) loop(ctx context.Context, records *pgxpool.Pool, epoch int64, flushed func([]sqlschema.TaskEnd, error)) error {
+	var again <-chan time.Time
 	for {
 		select {
 		case <-ctx.Done():
 			return nil
 		case <-w.kick:
+		case <-again:
+			again = nil
 		}
-		ends, err := w.flush(ctx, records, epoch)
+		ends, held, err := w.flush(ctx, records, epoch)
 		if errors.Is(err, sqlschema.ErrLostLead) {
 			return err
 		}
@@ -98,6 +117,10 @@ func (w *writer) loop(ctx context.Context, records *pgxpool.Pool, epoch int64, f
 			case <-time.After(writeRetry):
 			}
 			w.wake()
+			continue
+		}
+		if held && again == nil {
+			again = time.After(writeRetry)
 		}
 	}
 }

@@ -1,8 +1,9 @@
 -- pgjobs schema version 5, part 1: what the active agent runs on the task table. Each function
 -- checks that its epoch is the lease's (else SQLSTATE PGJ01: the caller lost the lead), marks its
 -- writes as the agent's (no notification wakes the agent for them, no user rule applies), and
--- checks each row's attempt, so that a late result never overwrites a newer attempt. None waits
--- for a lock longer than 200 ms: a role that holds the task table up (a lock queued behind an open
+-- checks each row's attempt, so that a late result never overwrites a newer attempt. A row another
+-- session has locked (its owner may SELECT ... FOR UPDATE its own tasks) is skipped, never waited
+-- for. None waits for a lock longer than 200 ms: a role that holds the task table up (a lock queued behind an open
 -- transaction) fails them at once and the agent tries again, its sessions free meanwhile for the
 -- watch that ends such a role's session.
 SET LOCAL search_path = pg_catalog, pg_temp;
@@ -42,7 +43,9 @@ AS $$
 BEGIN
     PERFORM pgjobs.pgj_task_lead_(p_epoch);
     UPDATE pgjobs.task t SET state = 'GONE', error = 'task not active', start = t.plan + t.active, stop = t.plan + t.active
-    WHERE t.state = 'PLAN' AND t.plan <= now() AND t.repeat = interval '0' AND t.max >= 0 AND t.plan + t.active <= now();
+    WHERE t.id IN (SELECT e.id FROM pgjobs.task e
+                   WHERE e.state = 'PLAN' AND e.plan <= now() AND e.repeat = interval '0' AND e.max >= 0 AND e.plan + e.active <= now()
+                   FOR UPDATE SKIP LOCKED);
     IF p_slots <= 0 THEN
         RETURN;
     END IF;
@@ -116,7 +119,8 @@ BEGIN
     PERFORM pgjobs.pgj_task_lead_(p_epoch);
     UPDATE pgjobs.task t SET state = 'WORK', pid = w.pid, start = w.start
     FROM unnest(p_ids, p_attempts, p_pids, p_starts) AS w(id, attempt, pid, start)
-    WHERE t.id = w.id AND t.attempt = w.attempt AND t.state = 'TAKE';
+    WHERE t.id = w.id AND t.attempt = w.attempt AND t.state = 'TAKE'
+      AND t.id IN (SELECT y.id FROM pgjobs.task y WHERE y.id = ANY (p_ids) FOR UPDATE SKIP LOCKED);
 END
 $$;
 
@@ -124,7 +128,9 @@ $$;
 -- and keeps its error; else it ends DONE (p_error NULL) or FAIL, a repeating task gets its next
 -- row (parent = this id, plan p_next_plan), the next waiting task of a negative-max group is
 -- planned no earlier than p_space_at, and a row that produced nothing (output and error NULL) is
--- deleted when its delete is on. Returns false when the row is no longer this attempt's.
+-- deleted when its delete is on. Returns false when the row is no longer this attempt's, and NULL
+-- when another session holds a lock on it (its owner's SELECT ... FOR UPDATE): the agent writes it
+-- later, and no lock of one role holds up the results of another.
 CREATE FUNCTION pgjobs.pgj_task_end_(p_epoch bigint, p_id bigint, p_attempt int, p_start timestamptz, p_stop timestamptz,
                                      p_output text, p_error text, p_retry_at timestamptz,
                                      p_next_plan timestamptz, p_space_at timestamptz)
@@ -135,8 +141,16 @@ SET lock_timeout = '200ms'
 AS $$
 DECLARE
     t pgjobs.task;
+    head bigint;
 BEGIN
     PERFORM pgjobs.pgj_task_lead_(p_epoch);
+    PERFORM FROM pgjobs.task x WHERE x.id = p_id AND x.attempt = p_attempt AND x.state IN ('TAKE', 'WORK') FOR UPDATE SKIP LOCKED;
+    IF NOT FOUND THEN
+        IF EXISTS (SELECT FROM pgjobs.task x WHERE x.id = p_id AND x.attempt = p_attempt AND x.state IN ('TAKE', 'WORK')) THEN
+            RETURN NULL;
+        END IF;
+        RETURN false;
+    END IF;
     IF p_retry_at IS NOT NULL THEN
         UPDATE pgjobs.task x SET state = 'PLAN', plan = p_retry_at, start = p_start, stop = p_stop, output = p_output, error = p_error
         WHERE x.id = p_id AND x.attempt = p_attempt AND x.state IN ('TAKE', 'WORK');
@@ -158,11 +172,11 @@ BEGIN
                 t.retries, t.retry_delay);
     END IF;
     IF t.max < 0 AND p_space_at IS NOT NULL THEN
+        SELECT n.id INTO head FROM pgjobs.task n
+        WHERE n.state = 'PLAN' AND n.owner = t.owner AND n."group" = t."group" AND coalesce(n.remote, '') = coalesce(t.remote, '')
+        ORDER BY n.priority DESC, n.max DESC, n.id LIMIT 1;
         UPDATE pgjobs.task x SET plan = p_space_at
-        WHERE x.id = (SELECT n.id FROM pgjobs.task n
-                      WHERE n.state = 'PLAN' AND n.owner = t.owner AND n."group" = t."group" AND coalesce(n.remote, '') = coalesce(t.remote, '')
-                      ORDER BY n.priority DESC, n.max DESC, n.id LIMIT 1)
-          AND x.plan < p_space_at;
+        WHERE x.id = (SELECT y.id FROM pgjobs.task y WHERE y.id = head FOR UPDATE SKIP LOCKED) AND x.plan < p_space_at;
     END IF;
     IF t.delete AND t.output IS NULL AND t.error IS NULL THEN
         DELETE FROM pgjobs.task x WHERE x.id = t.id;
@@ -184,9 +198,11 @@ AS $$
 BEGIN
     PERFORM pgjobs.pgj_task_lead_(p_epoch);
     UPDATE pgjobs.task t SET state = 'PLAN', pid = NULL
-    WHERE t.state IN ('TAKE', 'WORK') AND t.id <> ALL (p_mine)
-      AND (t.state = 'TAKE' OR t.pid IS NULL
-           OR NOT EXISTS (SELECT FROM pg_catalog.pg_stat_activity a WHERE a.pid = t.pid));
+    WHERE t.id IN (SELECT y.id FROM pgjobs.task y
+                   WHERE y.state IN ('TAKE', 'WORK') AND y.id <> ALL (p_mine)
+                     AND (y.state = 'TAKE' OR y.pid IS NULL
+                          OR NOT EXISTS (SELECT FROM pg_catalog.pg_stat_activity a WHERE a.pid = y.pid))
+                   FOR UPDATE SKIP LOCKED);
     GET DIAGNOSTICS reset = ROW_COUNT;
     SELECT count(*) INTO running FROM pgjobs.task t WHERE t.state IN ('TAKE', 'WORK') AND t.id <> ALL (p_mine);
 END
@@ -218,7 +234,7 @@ BEGIN
         SELECT o.id FROM pgjobs.task o
         WHERE o.state IN ('DONE', 'FAIL', 'GONE')
           AND o.stop < now() - coalesce((SELECT s.value::interval FROM pgjobs.pgj_setting_ s WHERE s.name = 'task_retention'), interval '7 days')
-        ORDER BY o.stop LIMIT p_batch);
+        ORDER BY o.stop LIMIT p_batch FOR UPDATE SKIP LOCKED);
     GET DIAGNOSTICS n = ROW_COUNT;
     RETURN n;
 END
