@@ -104,6 +104,7 @@ func TestRemoteTasks(t *testing.T) {
 		{"a URI", fmt.Sprintf("postgres://%s:s3cret@127.0.0.1:%d/%s", remote, cluster.Port(), other), "DONE", "current_user\tcurrent_database\n" + remote + "\t" + other, ""},
 		{"a wrong password", tcp + " user=" + remote + " password=wrong", "FAIL", "", "password authentication failed"},
 		{"no password", tcp + " user=" + remote, "FAIL", "", "must give its password in the connection string"},
+		{"the agent's files", tcp + " user=" + remote + " password=s3cret servicefile=/etc/shadow service=x", "FAIL", "", "may not use the agent's files"},
 		{"the agent's trust", fmt.Sprintf("host=%s port=%d dbname=%s user=%s password=anything", cluster.Host(), cluster.Port(), other, cluster.User()), "FAIL", "", "let the task in without asking for its password"},
 	} {
 		t.Run(c.name, func(t *testing.T) {

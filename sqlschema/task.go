@@ -42,6 +42,7 @@ type ClaimedTask struct {
 	Remote     *string
 	Count      int           // a session that ran this many tasks is closed after it (0: no limit)
 	Live       time.Duration // a session older than this is closed after it (0: no limit)
+	Origin     time.Time     // the first plan of a repeating task's rows: the grid of the next plans
 }
 
 // lostLead is the SQLSTATE of the task functions when their epoch no longer holds the lease.
@@ -68,7 +69,7 @@ func TaskClaim(ctx context.Context, q DB, epoch int64, slots, ownerCap int) ([]C
 		var timeout, delay, live pgtype.Interval
 		err := row.Scan(&t.ID, &t.Attempt, &t.Owner, &t.OwnerName, &t.OwnerSuper, &t.OwnerLogin, &t.Input, &timeout, &t.Plan,
 			&t.Repeat, &t.Drift, &t.Max, &t.Retries, &delay, &t.Save, &t.Format.Header, &t.Format.String,
-			&t.Format.Delimiter, &t.Format.Escape, &t.Format.Quote, &t.Format.Null, &t.Remote, &t.Count, &live)
+			&t.Format.Delimiter, &t.Format.Escape, &t.Format.Quote, &t.Format.Null, &t.Remote, &t.Count, &live, &t.Origin)
 		t.Timeout, t.RetryDelay, t.Live = IntervalDuration(timeout), IntervalDuration(delay), IntervalDuration(live)
 		return t, err
 	})
@@ -153,13 +154,13 @@ func TaskReset(ctx context.Context, q DB, epoch int64, mine []int64) (reset, run
 	return reset, running, nil
 }
 
-// TaskNext returns the server's time and when the agent must look at the tasks again at the latest:
-// nil when nothing but a notification or the end of a run can make a task ready.
-func TaskNext(ctx context.Context, q DB) (now time.Time, next *time.Time, err error) {
-	if err := q.QueryRow(ctx, query("task_next")).Scan(&now, &next); err != nil {
-		return time.Time{}, nil, fmt.Errorf("look for the next task: %w", err)
+// TaskNext returns the server's time, the next future plan, and the first moment a ready one-shot
+// task expires (nil when none): a notification or the end of a run makes tasks ready otherwise.
+func TaskNext(ctx context.Context, q DB) (now time.Time, plan, expiry *time.Time, err error) {
+	if err := q.QueryRow(ctx, query("task_next")).Scan(&now, &plan, &expiry); err != nil {
+		return time.Time{}, nil, nil, fmt.Errorf("look for the next task: %w", err)
 	}
-	return now, next, nil
+	return now, plan, expiry, nil
 }
 
 // TaskPrune deletes the ended tasks older than the task_retention setting, PruneBatch at a time,

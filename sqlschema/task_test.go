@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"testing"
+	"time"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/pgjobs/pgjobs/sqlschema"
@@ -40,6 +41,15 @@ func TestTaskTableRefusesWhatUsersMayNotDo(t *testing.T) {
 		{"SELECT pgjobs.pgj_task_reset_(0, '{}')", "42501", "permission denied"},
 		{fmt.Sprintf("SELECT pgjobs.pgj_task_begin_(%d, %d, 0)", bobTask, bobOid), "42501", "not as the task's owner"},
 		{"TRUNCATE task", "42501", "permission denied"},
+		// Found by the attacker review: each made every role's tasks stop.
+		{"INSERT INTO task (id, input) OVERRIDING SYSTEM VALUE VALUES (1000000, 'SELECT 1')", "42501", "permission denied"},
+		{"INSERT INTO task (attempt, input) VALUES (2147483647, 'SELECT 1')", "42501", "attempt, pid, start and stop are the agent's"},
+		{fmt.Sprintf("UPDATE task SET attempt = 2147483647 WHERE id = %d", own), "42501", "attempt, pid, start and stop are the agent's"},
+		{"INSERT INTO task (active, input) VALUES ('178000000 years', 'SELECT 1')", "23514", "task_active_range"},
+		{"INSERT INTO task (plan, repeat, input) VALUES ('-infinity', '1 hour', 'SELECT 1')", "23514", "task_plan_finite"},
+		{"INSERT INTO task (retry_delay, input) VALUES ('178000000 years', 'SELECT 1')", "23514", "task_retry_delay_range"},
+		{"INSERT INTO task (timeout, input) VALUES ('100 days', 'SELECT 1')", "23514", "task_timeout_range"},
+		{"INSERT INTO task (remote, input) VALUES ('', 'SELECT 1')", "23514", "task_remote_not_empty"},
 	} {
 		wantError(t, asAlice, c.sql, c.code, c.text)
 		mustExec(t, asAlice, "RESET ALL")
@@ -52,6 +62,18 @@ func TestTaskTableRefusesWhatUsersMayNotDo(t *testing.T) {
 	if got := queryString(t, asBob, "SELECT state || ' ' || input FROM task WHERE id = $1", bobTask); got != "PLAN SELECT 1" {
 		t.Fatalf("bob's task after alice's statements: %q", got)
 	}
+	// A role's own mark of the agent's writes does not keep its inserts from waking the agent.
+	listener := cluster.Connect(t, db)
+	mustExec(t, listener, "LISTEN pgjobs_task")
+	mustExec(t, asAlice, "SET pgjobs.task_writer = 'agent'; INSERT INTO task (input) VALUES ('SELECT 4'); RESET pgjobs.task_writer")
+	wait, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	if _, err := listener.WaitForNotification(wait); err != nil {
+		t.Fatalf("no notification for alice's insert under the agent's mark: %v", err)
+	}
+	// A row in TAKE or WORK is the agent's, also for DELETE.
+	mustExec(t, cluster.Connect(t, db), fmt.Sprintf("BEGIN; SET LOCAL pgjobs.task_writer = 'agent'; UPDATE task SET state = 'TAKE' WHERE id = %d; COMMIT", own))
+	wantError(t, asAlice, fmt.Sprintf("DELETE FROM task WHERE id = %d", own), "55006", "the agent's until it ends")
 	// A bad default from a setting names it.
 	wantError(t, asAlice, "SET pgjobs.task_max = 'many'; INSERT INTO task (input) VALUES ('SELECT 1')", "22023", "pgjobs.task_max = 'many' is not a value of column max")
 }

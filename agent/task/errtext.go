@@ -31,7 +31,7 @@ func ErrorText(e *pgconn.PgError, input string) string {
 			b.WriteString("\n" + l.label + ":  " + l.text)
 		}
 	}
-	return b.String()
+	return storable(b.String())
 }
 
 // AgentErrorText is a task's error column for a failure that is not the server's answer to its

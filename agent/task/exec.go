@@ -20,15 +20,15 @@ type Result struct {
 	Output   *string
 	Error    *string // nil when the input succeeded
 	SQLState string  // the error's, "" when none or not the server's
-	Refused  bool    // the guard refused the session: nothing of the input ran
 	Broken   bool    // the session cannot be given back: it ended, or it is in doubt
 }
 
-// execute sends begin and then the input as one simple-protocol query on conn, so that the input
-// runs only when begin succeeds, and reads the answers into the task's output (docs/tasks.md): the
-// result sets, command tags and COPY ... TO STDOUT text of each statement of the input, in order.
-// The first error ends the query and the output keeps what came before it. COPY ... FROM STDIN
-// fails: a task has no data to send. When ctx ends the query is cancelled.
+// execute runs begin, then, only if it succeeded, the input, each as a simple-protocol query of its
+// own on conn (so that a lone VACUUM or CREATE INDEX CONCURRENTLY runs outside a transaction block,
+// as it would in psql), and reads the input's answers into the task's output (docs/tasks.md): the
+// result sets, command tags and COPY ... TO STDOUT text of each statement, in order. The first
+// error ends the query and the output keeps what came before it. COPY ... FROM STDIN fails: a task
+// has no data to send. When ctx ends the query is cancelled and the session is not given back.
 func execute(ctx context.Context, conn *pgconn.PgConn, begin, input string, out *Output) Result {
 	stop := context.AfterFunc(ctx, func() {
 		cancelCtx, cancel := context.WithTimeout(context.Background(), cancelGrace)
@@ -36,14 +36,25 @@ func execute(ctx context.Context, conn *pgconn.PgConn, begin, input string, out 
 		_ = conn.CancelRequest(cancelCtx) // the deadline below ends the wait if it is lost
 		_ = conn.Conn().SetDeadline(time.Now().Add(cancelGrace))
 	})
-	defer stop()
+	r := query(conn, begin, input, NewOutput(out.f))
+	if r.Error == nil {
+		r = query(conn, input, input, out)
+	}
+	if !stop() || ctx.Err() != nil {
+		r.Broken = true // cancelled: a cancel request or a deadline may be on the session
+	}
+	return r
+}
+
+// query sends text as one simple-protocol query and reads its answers into out until the server is
+// ready again; statement is what error texts quote.
+func query(conn *pgconn.PgConn, text, statement string, out *Output) Result {
 	fe := conn.Frontend()
-	fe.Send(&pgproto3.Query{String: begin + "\n" + input})
+	fe.Send(&pgproto3.Query{String: text})
 	if err := fe.Flush(); err != nil {
-		return brokenResult(err, input, out)
+		return brokenResult(err, statement, out)
 	}
 	var r Result
-	statement := 0 // 0: begin's; the input's count from 1
 	resultSet := false
 	var copied strings.Builder
 	for {
@@ -53,54 +64,44 @@ func execute(ctx context.Context, conn *pgconn.PgConn, begin, input string, out 
 				r.Output, r.Broken = out.Text(), true
 				return r
 			}
-			return brokenResult(err, input, out)
+			return brokenResult(err, statement, out)
 		}
 		switch m := msg.(type) {
 		case *pgproto3.RowDescription:
 			resultSet = true
-			if statement > 0 {
-				columns := make([]Column, len(m.Fields))
-				for i, f := range m.Fields {
-					columns[i] = NewColumn(string(f.Name), f.DataTypeOID)
-				}
-				out.Columns(columns)
+			columns := make([]Column, len(m.Fields))
+			for i, f := range m.Fields {
+				columns[i] = NewColumn(string(f.Name), f.DataTypeOID)
 			}
+			out.Columns(columns)
 		case *pgproto3.DataRow:
-			if statement > 0 {
-				out.Row(m.Values) // formatted at once: the values are the receive buffer's
-			}
+			out.Row(m.Values) // formatted at once: the values are the receive buffer's
 		case *pgproto3.CopyOutResponse:
 			resultSet = true
 			copied.Reset()
 		case *pgproto3.CopyData:
-			copied.Write(m.Data)
+			if copied.Len() < MaxOutput {
+				copied.Write(m.Data)
+			}
 		case *pgproto3.CopyDone:
 			out.Copy(copied.String())
 		case *pgproto3.CopyInResponse:
 			fe.Send(&pgproto3.CopyFail{Message: "COPY FROM STDIN has no data in a task: the input cannot send any"})
 			if err := fe.Flush(); err != nil {
-				return brokenResult(err, input, out)
+				return brokenResult(err, statement, out)
 			}
 		case *pgproto3.CommandComplete:
-			if statement > 0 {
-				out.Done(string(m.CommandTag), resultSet)
-			}
-			statement++
+			out.Done(string(m.CommandTag), resultSet)
 			resultSet = false
-		case *pgproto3.EmptyQueryResponse:
-			statement++
 		case *pgproto3.ErrorResponse:
 			pgErr := pgconn.ErrorResponseToPgError(m)
-			text := ErrorText(pgErr, input)
-			r.Error, r.SQLState, r.Refused = &text, pgErr.Code, statement == 0
+			text := ErrorText(pgErr, statement)
+			r.Error, r.SQLState = &text, pgErr.Code
 			if pgErr.Severity == "FATAL" || pgErr.Severity == "PANIC" {
 				r.Broken = true
 			}
 		case *pgproto3.ReadyForQuery:
 			r.Output = out.Text()
-			if ctx.Err() != nil {
-				r.Broken = true // cancelled: the deadline set for the cancel stays on the connection
-			}
 			return r
 		}
 	}

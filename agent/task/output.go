@@ -1,6 +1,7 @@
 package task
 
 import (
+	"fmt"
 	"strings"
 
 	"github.com/pgjobs/pgjobs/sqlschema"
@@ -29,12 +30,21 @@ type Output struct {
 	lines   int
 	columns []Column
 	header  bool // the header of the current result set is written
+	cut     bool // MaxOutput was reached: what came after is dropped
 }
+
+// MaxOutput is the most bytes of output a task keeps: a task can print as much as it likes, the
+// agent's memory and the row cannot hold it.
+const MaxOutput = 8 << 20
 
 // NewOutput returns an empty output written in format f.
 func NewOutput(f sqlschema.TaskFormat) *Output { return &Output{f: f} }
 
 func (o *Output) line(s string) {
+	if o.cut || o.text.Len()+len(s) > MaxOutput {
+		o.cut = true
+		return
+	}
 	if o.lines > 0 {
 		o.text.WriteByte('\n')
 	}
@@ -114,11 +124,21 @@ func (o *Output) quoted(s string) string {
 	return o.f.Quote + s + o.f.Quote
 }
 
-// Text returns the output, nil when nothing was produced.
+// Text returns the output, nil when nothing was produced, as text the database takes: a byte that
+// is not UTF-8 (binary COPY, a session in another client_encoding) reads as U+FFFD, and NUL as
+// "\0".
 func (o *Output) Text() *string {
 	if o.lines == 0 {
 		return nil
 	}
-	s := o.text.String()
+	s := storable(o.text.String())
+	if o.cut {
+		s += fmt.Sprintf("\n... (output cut at %d bytes)", MaxOutput)
+	}
 	return &s
+}
+
+// storable returns s as a text column can store it in a UTF-8 database: valid UTF-8, no NUL.
+func storable(s string) string {
+	return strings.ReplaceAll(strings.ToValidUTF8(s, "\uFFFD"), "\x00", `\0`)
 }

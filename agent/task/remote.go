@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/pgjobs/pgjobs/agent/sessions"
 )
 
 // remoteConnectTimeout bounds the connection of a remote task whose string sets no connect_timeout.
@@ -19,6 +20,10 @@ const remoteConnectTimeout = 10 * time.Second
 // errNoPassword is the refusal of a remote task of a role that is not a superuser whose string
 // holds no password.
 var errNoPassword = errors.New("a remote task of a role that is not a superuser must give its password in the connection string (password=...): the agent's own credentials are never used for it")
+
+// agentFileKeys are the connection string keys that make the agent read a file of its host, or a
+// service of its own: a non-superuser's remote task may not give them.
+var agentFileKeys = []string{"service", "servicefile", "passfile", "sslcert", "sslkey", "sslrootcert", "sslcrl", "sslcrldir", "sslpassword"}
 
 // errPasswordNotAsked refuses a session a remote server opened for a non-superuser's task without
 // asking for the password of its string.
@@ -33,6 +38,13 @@ func remoteConfig(connString string, trusted bool) (*pgconn.Config, error) {
 	keys, err := connKeys(connString)
 	if err != nil {
 		return nil, fmt.Errorf("the remote connection string: %w", err)
+	}
+	if !trusted {
+		for _, k := range agentFileKeys {
+			if _, ok := keys[k]; ok {
+				return nil, fmt.Errorf("the remote connection string names %s: a remote task of a role that is not a superuser may not use the agent's files (services, password files, certificates and keys)", k)
+			}
+		}
 	}
 	cfg, err := pgconn.ParseConfig(connString)
 	if err != nil {
@@ -51,12 +63,9 @@ func remoteConfig(connString string, trusted bool) (*pgconn.Config, error) {
 		return nil, errNoPassword
 	}
 	cfg.Password = keys["password"]
-	_, cert := keys["sslcert"]
-	_, key := keys["sslkey"]
-	dropCertificates := !cert && !key
 	fallbacks := append([]*pgconn.FallbackConfig{{TLSConfig: cfg.TLSConfig}}, cfg.Fallbacks...)
-	for _, f := range fallbacks {
-		if f.TLSConfig != nil && dropCertificates {
+	for _, f := range fallbacks { // a certificate could only be the agent's (PGSSLCERT)
+		if f.TLSConfig != nil {
 			f.TLSConfig.Certificates, f.TLSConfig.GetClientCertificate = nil, nil
 		}
 	}
@@ -65,9 +74,13 @@ func remoteConfig(connString string, trusted bool) (*pgconn.Config, error) {
 		sniffed = &authSniffer{Conn: conn}
 		return sniffed, nil
 	}
+	targetAttrs := cfg.ValidateConnect // target_session_attrs, if the string gives them
 	cfg.ValidateConnect = func(ctx context.Context, pc *pgconn.PgConn) error {
 		if sniffed == nil || !sniffed.passwordAsked {
 			return errPasswordNotAsked
+		}
+		if targetAttrs != nil {
+			return targetAttrs(ctx, pc)
 		}
 		return nil
 	}
@@ -135,7 +148,9 @@ func connKeys(s string) (map[string]string, error) {
 	}
 }
 
-func isSpace(c byte) bool { return c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '\f' || c == '\v' }
+func isSpace(c byte) bool {
+	return c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '\f' || c == '\v'
+}
 
 // authSniffer reads the server's messages of the startup as they pass, and notes whether the server
 // asked for a password (cleartext, MD5 or SCRAM) before it accepted the session.
@@ -159,6 +174,9 @@ func (a *authSniffer) Read(p []byte) (int, error) {
 			if a.have == len(a.header) {
 				a.left = int(binary.BigEndian.Uint32(a.header[1:])) - 4
 				a.code = a.code[:0]
+				if a.left < 0 { // not a message: the protocol reader refuses it; no password was asked
+					a.done = true
+				}
 			}
 			continue
 		}
@@ -204,10 +222,11 @@ func runRemote(ctx context.Context, connString string, trusted bool, timeout tim
 		return Result{Error: &text, SQLState: code}
 	}
 	defer conn.Close(context.Background())
+	conn.Frontend().SetMaxBodyLen(sessions.MaxMessage) // a message over it ends the reading, not the agent
 	started(conn.PID())
 	ms := timeout.Milliseconds()
 	if timeout > 0 && ms == 0 {
 		ms = 1
 	}
-	return execute(ctx, conn, fmt.Sprintf("SET statement_timeout = %d;", ms), input, out)
+	return execute(ctx, conn, fmt.Sprintf("SET statement_timeout = %d", ms), input, out)
 }

@@ -18,6 +18,14 @@ func (s *Service) start(t sqlschema.ClaimedTask) {
 	s.runs.Add(1)
 	go func() {
 		defer s.runs.Done()
+		defer func() {
+			if p := recover(); p != nil { // a defect must not end the agent and every database's jobs
+				s.logf(agentlog.LevelError, agentlog.StatusFiring, "task %d: internal error: %v", t.ID, p)
+				now := s.cfg.Clock.Now()
+				text := AgentErrorText(fmt.Sprintf("the agent failed running the task: %v", p), t.Input)
+				s.end(t, now, now, Result{Error: &text, SQLState: "XX000"})
+			}
+		}()
 		s.run(t)
 	}()
 }
@@ -70,6 +78,14 @@ func (s *Service) run(t sqlschema.ClaimedTask) {
 	s.logf(agentlog.LevelInfo, agentlog.StatusFiring, "task %d started as %s (attempt %d)", t.ID, owner, t.Attempt)
 	r := execute(s.runCtx, session.Conn.PgConn(), sqlschema.TaskBeginSQL(t.ID, t.Owner, t.Timeout), t.Input, NewOutput(t.Format))
 	stop := s.cfg.Clock.Now()
+	if s.runCtx.Err() != nil {
+		// The agent stopped and its grace ended: the run was cancelled, not failed. Its row stays
+		// WORK for the next agent to reset and run again.
+		session.Close()
+		s.forget(t.ID)
+		s.logf(agentlog.LevelError, agentlog.StatusStopping, "task %d cancelled by the agent's stop; it runs again under the next agent", t.ID)
+		return
+	}
 	switch {
 	case r.Broken:
 		session.Close()
@@ -102,7 +118,7 @@ func (s *Service) end(t sqlschema.ClaimedTask, start, stop time.Time, r Result) 
 		s.logf(agentlog.LevelInfo, agentlog.StatusFiring, "task %d done in %s", t.ID, stop.Sub(start).Round(time.Millisecond))
 	}
 	if positive(t.Repeat) {
-		next := NextPlan(t.Plan, t.Repeat, t.Drift, stop, now, s.cfg.Location)
+		next := NextPlan(t.Origin, t.Repeat, t.Drift, stop, now, s.cfg.Location)
 		e.NextPlan = &next
 	}
 	if t.Max < 0 {
@@ -136,5 +152,10 @@ func (s *Service) runRemote(t sqlschema.ClaimedTask) {
 	r := runRemote(s.runCtx, *t.Remote, t.OwnerSuper, t.Timeout, t.Input, NewOutput(t.Format), func(pid uint32) {
 		s.writes.start(sqlschema.TaskStarted{ID: t.ID, Attempt: t.Attempt, PID: pid, Start: start})
 	})
+	if s.runCtx.Err() != nil {
+		s.forget(t.ID)
+		s.logf(agentlog.LevelError, agentlog.StatusStopping, "task %d cancelled by the agent's stop; it runs again under the next agent", t.ID)
+		return
+	}
 	s.end(t, start, s.cfg.Clock.Now(), r)
 }

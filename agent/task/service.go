@@ -142,6 +142,9 @@ func (s *Service) Run(ctx context.Context, t Term) error {
 	go func() {
 		defer close(writerDone)
 		writerErr = s.writes.loop(loopCtx, t.Records, t.Epoch, func(ends []sqlschema.TaskEnd, err error) {
+			if len(ends) > 0 {
+				s.written(ends) // before the error too: what was written frees its slots
+			}
 			if err != nil {
 				s.trouble(&s.writeSince, t.Progress)
 				s.logf(agentlog.LevelError, agentlog.StatusFiring, "could not write the tasks' results (retrying): %v", err)
@@ -152,7 +155,6 @@ func (s *Service) Run(ctx context.Context, t Term) error {
 				s.cfg.OnWritten()
 			}
 			if len(ends) > 0 {
-				s.written(ends)
 				select {
 				case t.UpkeepDue <- struct{}{}:
 				default:
@@ -244,18 +246,37 @@ func (s *Service) look(ctx context.Context, t Term, resetNeeded *bool, resetDue 
 			*resetDue = time.After(resetAgain)
 		}
 	}
+	// The next plan is read before the claim: a row that becomes ready between the two is either
+	// claimed, or in the next plan read; read after, it would be neither, and sleep.
+	now, plan, expiry, err := sqlschema.TaskNext(ctx, t.Records)
+	if err != nil {
+		return 0, err
+	}
+	asked := time.Now()
 	claimed, err := sqlschema.TaskClaim(ctx, t.Records, t.Epoch, s.free(), s.ownerCap())
 	if err != nil {
+		*resetNeeded = true // rows it may have claimed before failing are put back by the next look
 		return 0, err
 	}
 	for _, task := range claimed {
 		s.start(task)
 	}
-	now, next, err := sqlschema.TaskNext(ctx, t.Records)
-	if err != nil || next == nil {
-		return 0, err
+	var wait time.Duration // 0: until woken
+	if plan != nil {
+		wait = max(plan.Sub(now)-time.Since(asked), time.Millisecond)
 	}
-	return max(next.Sub(now), time.Millisecond), nil
+	if expiry != nil {
+		// One past already: the claim just ended it, or its owner holds its row locked. Look again
+		// a little later rather than at once.
+		until := retryLook
+		if expiry.After(now) {
+			until = max(expiry.Sub(now)-time.Since(asked), time.Millisecond)
+		}
+		if wait == 0 || until < wait {
+			wait = until
+		}
+	}
+	return wait, nil
 }
 
 // drain waits for the runs after a stop and writes their ends.

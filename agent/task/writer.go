@@ -3,10 +3,12 @@ package task
 import (
 	"context"
 	"errors"
+	"fmt"
 	"slices"
 	"sync"
 	"time"
 
+	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/pgjobs/pgjobs/sqlschema"
 )
@@ -68,11 +70,20 @@ func (w *writer) flush(ctx context.Context, records *pgxpool.Pool, epoch int64) 
 		return nil, false, nil
 	}
 	busy, err := sqlschema.TaskWrite(ctx, records, epoch, started, ends)
+	var pgErr *pgconn.PgError
+	if err != nil && errors.As(err, &pgErr) && !errors.Is(err, sqlschema.ErrLostLead) {
+		// The server refused something of the batch (a result it cannot store): one at a time, so
+		// that one task's write never holds up the others.
+		started, ends, written, held, err = w.each(ctx, records, epoch, started, ends)
+		if err == nil {
+			return written, held, nil
+		}
+	}
 	if err != nil {
 		w.mu.Lock()
 		w.started, w.ends = append(started, w.started...), append(ends, w.ends...)
 		w.mu.Unlock()
-		return nil, false, err
+		return written, false, err // written: what each wrote before the database failed
 	}
 	if len(busy) == 0 {
 		return ends, false, nil
@@ -86,6 +97,43 @@ func (w *writer) flush(ctx context.Context, records *pgxpool.Pool, epoch int64) 
 		}
 	}
 	return written, true, nil
+}
+
+// each writes the starts and ends one at a time; an end whose result the server refuses is written
+// with an error saying so instead. It returns what it could not write when the database failed
+// (to queue again), the ends written, and whether some stay queued, their rows held locked.
+func (w *writer) each(ctx context.Context, records *pgxpool.Pool, epoch int64, started []sqlschema.TaskStarted, ends []sqlschema.TaskEnd) (
+	restStarted []sqlschema.TaskStarted, restEnds []sqlschema.TaskEnd, written []sqlschema.TaskEnd, held bool, err error) {
+	var pgErr *pgconn.PgError
+	for i, s := range started {
+		if _, err := sqlschema.TaskWrite(ctx, records, epoch, []sqlschema.TaskStarted{s}, nil); err != nil && !errors.As(err, &pgErr) {
+			return started[i:], ends, written, held, err
+		}
+	}
+	for i, e := range ends {
+		busy, err := sqlschema.TaskWrite(ctx, records, epoch, nil, []sqlschema.TaskEnd{e})
+		if err != nil && errors.As(err, &pgErr) && !errors.Is(err, sqlschema.ErrLostLead) {
+			text := AgentErrorText(fmt.Sprintf("the task's result could not be stored: %s", pgErr.Message), "")
+			e.Output, e.Error, e.RetryAt = nil, &text, nil
+			busy, err = sqlschema.TaskWrite(ctx, records, epoch, nil, []sqlschema.TaskEnd{e})
+			if err != nil && errors.As(err, &pgErr) && !errors.Is(err, sqlschema.ErrLostLead) {
+				written = append(written, e) // dropped: the next agent's reset runs it again
+				continue
+			}
+		}
+		if err != nil {
+			return nil, ends[i:], written, held, err
+		}
+		if len(busy) > 0 {
+			held = true
+			w.mu.Lock()
+			w.ends = append(w.ends, busy...)
+			w.mu.Unlock()
+			continue
+		}
+		written = append(written, e)
+	}
+	return nil, nil, written, held, nil
 }
 
 // loop writes whenever something is queued, until ctx ends; after each try it calls flushed with
@@ -106,10 +154,10 @@ func (w *writer) loop(ctx context.Context, records *pgxpool.Pool, epoch int64, f
 		if errors.Is(err, sqlschema.ErrLostLead) {
 			return err
 		}
+		flushed(ends, err) // also when ctx ended meanwhile: what was written frees its slots
 		if ctx.Err() != nil {
 			return nil
 		}
-		flushed(ends, err)
 		if err != nil {
 			select {
 			case <-ctx.Done():

@@ -39,17 +39,18 @@ AS $$ SELECT oid::regrole FROM pg_catalog.pg_roles WHERE rolname = current_user 
 CREATE TABLE pgjobs.task (
     id          bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
     parent      bigint DEFAULT nullif(current_setting('pgjobs.task_id', true), '')::bigint,
-    plan        timestamptz NOT NULL DEFAULT now(),
+    plan        timestamptz NOT NULL DEFAULT now()
+                CONSTRAINT task_plan_finite CHECK (isfinite(plan)),
     start       timestamptz,
     stop        timestamptz,
     active      interval NOT NULL DEFAULT pgjobs.pgj_task_default_('active', interval '1 hour')
-                CONSTRAINT task_active_positive CHECK (active > interval '0'),
+                CONSTRAINT task_active_range CHECK (active > interval '0' AND active <= interval '100 years'),
     live        interval NOT NULL DEFAULT pgjobs.pgj_task_default_('live', interval '0')
-                CONSTRAINT task_live_not_negative CHECK (live >= interval '0'),
+                CONSTRAINT task_live_range CHECK (live >= interval '0' AND live <= interval '100 years'),
     repeat      interval NOT NULL DEFAULT pgjobs.pgj_task_default_('repeat', interval '0')
-                CONSTRAINT task_repeat_not_negative CHECK (repeat >= interval '0'),
+                CONSTRAINT task_repeat_range CHECK (repeat >= interval '0' AND repeat <= interval '100 years'),
     timeout     interval NOT NULL DEFAULT pgjobs.pgj_task_default_('timeout', interval '0')
-                CONSTRAINT task_timeout_not_negative CHECK (timeout >= interval '0'),
+                CONSTRAINT task_timeout_range CHECK (timeout >= interval '0' AND timeout <= interval '24 days'),
     count       int NOT NULL DEFAULT pgjobs.pgj_task_default_('count', 0)
                 CONSTRAINT task_count_not_negative CHECK (count >= 0),
     max         int NOT NULL DEFAULT pgjobs.pgj_task_default_('max', 0),
@@ -69,14 +70,18 @@ CREATE TABLE pgjobs.task (
     input       text NOT NULL,
     output      text,
     error       text,
-    remote      text DEFAULT nullif(pgjobs.pgj_task_default_('remote', ''::text), ''),
+    remote      text DEFAULT nullif(pgjobs.pgj_task_default_('remote', ''::text), '')
+                CONSTRAINT task_remote_not_empty CHECK (remote ~ '\S'),
     owner       regrole NOT NULL DEFAULT pgjobs.pgj_task_role_(),
     priority    int NOT NULL DEFAULT pgjobs.pgj_task_default_('priority', 0),
     attempt     int NOT NULL DEFAULT 0,
     retries     int NOT NULL DEFAULT pgjobs.pgj_task_default_('retries', 0)
                 CONSTRAINT task_retries_not_negative CHECK (retries >= 0),
     retry_delay interval NOT NULL DEFAULT pgjobs.pgj_task_default_('retry_delay', interval '10 seconds')
-                CONSTRAINT task_retry_delay_not_negative CHECK (retry_delay >= interval '0'),
+                CONSTRAINT task_retry_delay_range CHECK (retry_delay >= interval '0' AND retry_delay <= interval '100 years'),
+    -- pgjobs addition: the first plan of a repeating task's rows; each next plan is origin plus a
+    -- whole number of periods (drift off), whatever retries moved plan to. Set from plan.
+    origin      timestamptz,
     CONSTRAINT task_input_not_empty CHECK (input ~ '\S')
 );
 COMMENT ON TABLE pgjobs.task IS 'Asynchronous SQL tasks: INSERT INTO task (input) VALUES (''SELECT now()''); the agent runs each as its owner and writes output or error back';
@@ -112,6 +117,11 @@ BEGIN
         RAISE EXCEPTION 'task: a new task is PLAN or STOP, not %', NEW.state
             USING ERRCODE = 'check_violation';
     END IF;
+    IF NEW.attempt <> 0 OR NEW.pid IS NOT NULL OR NEW.start IS NOT NULL OR NEW.stop IS NOT NULL THEN
+        RAISE EXCEPTION 'task: attempt, pid, start and stop are the agent''s to write'
+            USING ERRCODE = 'insufficient_privilege', HINT = 'leave them out of the INSERT';
+    END IF;
+    NEW.origin := NEW.plan;
     RETURN NEW;
 END
 $$;
@@ -135,6 +145,13 @@ BEGIN
         RAISE EXCEPTION 'task %: the owner (%) cannot be changed', OLD.id, OLD.owner
             USING ERRCODE = 'insufficient_privilege';
     END IF;
+    IF (NEW.attempt, NEW.pid, NEW.start, NEW.stop) IS DISTINCT FROM (OLD.attempt, OLD.pid, OLD.start, OLD.stop) THEN
+        RAISE EXCEPTION 'task %: attempt, pid, start and stop are the agent''s to write', OLD.id
+            USING ERRCODE = 'insufficient_privilege';
+    END IF;
+    IF NEW.plan IS DISTINCT FROM OLD.plan OR NEW.origin IS DISTINCT FROM OLD.origin THEN
+        NEW.origin := NEW.plan; -- planned anew: the grid of a repeat starts there
+    END IF;
     IF NEW.state IS DISTINCT FROM OLD.state AND NOT (
         (OLD.state = 'PLAN' AND NEW.state = 'STOP') OR (OLD.state = 'STOP' AND NEW.state = 'PLAN')
         OR (OLD.state IN ('DONE', 'FAIL', 'GONE') AND NEW.state = 'PLAN')) THEN
@@ -147,6 +164,22 @@ END
 $$;
 CREATE TRIGGER task_update BEFORE UPDATE ON pgjobs.task FOR EACH ROW EXECUTE FUNCTION pgjobs.pgj_task_update_();
 
+-- On DELETE by a role other than the agent: a row in TAKE or WORK is the agent's until it ends
+-- (deleting it would free its group's place while its run goes on).
+CREATE FUNCTION pgjobs.pgj_task_delete_() RETURNS trigger
+LANGUAGE plpgsql
+SET search_path = pg_catalog, pg_temp
+AS $$
+BEGIN
+    IF OLD.state IN ('TAKE', 'WORK') AND NOT (pgjobs.pgj_task_agent_() AND current_setting('pgjobs.task_writer', true) = 'agent') THEN
+        RAISE EXCEPTION 'task %: it is %, the agent''s until it ends: it cannot be deleted now', OLD.id, OLD.state
+            USING ERRCODE = 'object_in_use', HINT = 'wait until it is DONE, FAIL or GONE; a timeout ends a run that is too long';
+    END IF;
+    RETURN OLD;
+END
+$$;
+CREATE TRIGGER task_delete BEFORE DELETE ON pgjobs.task FOR EACH ROW EXECUTE FUNCTION pgjobs.pgj_task_delete_();
+
 -- One notification per transaction that adds a task or changes a plan or state: PostgreSQL folds
 -- identical notifications of one transaction into one. The agent listens on pgjobs_task; its own
 -- claims and results do not wake it.
@@ -155,7 +188,7 @@ LANGUAGE plpgsql
 SET search_path = pg_catalog, pg_temp
 AS $$
 BEGIN
-    IF current_setting('pgjobs.task_writer', true) IS DISTINCT FROM 'agent' THEN
+    IF current_setting('pgjobs.task_writer', true) IS DISTINCT FROM 'agent' OR NOT pgjobs.pgj_task_agent_() THEN
         PERFORM pg_notify('pgjobs_task', '');
     END IF;
     RETURN NULL;
@@ -175,8 +208,17 @@ CREATE POLICY task_own ON pgjobs.task
 CREATE POLICY task_agent ON pgjobs.task
     USING ((SELECT pgjobs.pgj_task_agent_())) WITH CHECK ((SELECT pgjobs.pgj_task_agent_()));
 
+-- Every column but id: a row's id is never chosen by a role (OVERRIDING SYSTEM VALUE would let one
+-- take the ids the sequence hands out next, and fail everyone's inserts).
 REVOKE ALL ON pgjobs.task FROM PUBLIC;
-GRANT SELECT, INSERT, UPDATE, DELETE ON pgjobs.task TO PUBLIC;
+GRANT SELECT, DELETE ON pgjobs.task TO PUBLIC;
+GRANT INSERT (parent, plan, start, stop, active, live, repeat, timeout, count, max, pid, state, delete, drift, header,
+              string, delimiter, escape, quote, "null", save, data, "group", input, output, error, remote, owner,
+              priority, attempt, retries, retry_delay, origin),
+      UPDATE (parent, plan, start, stop, active, live, repeat, timeout, count, max, pid, state, delete, drift, header,
+              string, delimiter, escape, quote, "null", save, data, "group", input, output, error, remote, owner,
+              priority, attempt, retries, retry_delay, origin)
+    ON pgjobs.task TO PUBLIC;
 GRANT USAGE ON TYPE pgjobs.task_state TO PUBLIC;
 GRANT EXECUTE ON FUNCTION pgjobs.pgj_task_default_(text, anyelement), pgjobs.pgj_task_role_(), pgjobs.pgj_task_agent_() TO PUBLIC;
 

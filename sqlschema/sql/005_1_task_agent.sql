@@ -35,7 +35,8 @@ CREATE FUNCTION pgjobs.pgj_task_claim_(p_epoch bigint, p_slots int, p_owner_cap 
 RETURNS TABLE (id bigint, attempt int, owner oid, owner_name text, owner_super boolean, owner_login boolean,
                input text, timeout interval, plan timestamptz, repeat interval, drift boolean, max int,
                retries int, retry_delay interval, save boolean, header boolean, string boolean,
-               delimiter text, escape text, quote text, "null" text, remote text, count int, live interval)
+               delimiter text, escape text, quote text, "null" text, remote text, count int, live interval,
+               origin timestamptz)
 LANGUAGE plpgsql
 SET search_path = pg_catalog, pg_temp
 SET lock_timeout = '200ms'
@@ -44,7 +45,7 @@ BEGIN
     PERFORM pgjobs.pgj_task_lead_(p_epoch);
     UPDATE pgjobs.task t SET state = 'GONE', error = 'task not active', start = t.plan + t.active, stop = t.plan + t.active
     WHERE t.id IN (SELECT e.id FROM pgjobs.task e
-                   WHERE e.state = 'PLAN' AND e.plan <= now() AND e.repeat = interval '0' AND e.max >= 0 AND e.plan + e.active <= now()
+                   WHERE e.state = 'PLAN' AND e.plan <= now() AND e.repeat = interval '0' AND e.max >= 0 AND e.plan <= now() - e.active
                    FOR UPDATE SKIP LOCKED);
     IF p_slots <= 0 THEN
         RETURN;
@@ -82,16 +83,17 @@ BEGIN
                row_number() OVER (PARTITION BY ranked.o ORDER BY ranked.priority DESC, ranked.max DESC, ranked.id) AS turn
         FROM ranked WHERE fits
     ),
-    chosen AS (
-        SELECT turns.id FROM turns
-        WHERE turns.turn <= p_owner_cap - (SELECT count(*) FROM pgjobs.task b WHERE b.state IN ('TAKE', 'WORK') AND b.owner = turns.o)
-        ORDER BY turns.turn, turns.priority DESC, turns.max DESC, turns.id LIMIT p_slots
+    -- The candidates are locked before the limit, so that a row another session holds locked (its
+    -- owner's SELECT ... FOR UPDATE) takes no place in it; the others are let go at the commit.
+    lockable AS (
+        SELECT t.id FROM pgjobs.task t
+        WHERE t.id IN (SELECT turns.id FROM turns) AND t.state = 'PLAN' AND t.plan <= now()
+        FOR UPDATE SKIP LOCKED
     ),
     locked AS (
-        SELECT t.id FROM pgjobs.task t
-        WHERE t.id IN (SELECT chosen.id FROM chosen) AND t.state = 'PLAN' AND t.plan <= now()
-        LIMIT p_slots
-        FOR UPDATE SKIP LOCKED
+        SELECT turns.id FROM turns JOIN lockable ON lockable.id = turns.id
+        WHERE turns.turn <= p_owner_cap - (SELECT count(*) FROM pgjobs.task b WHERE b.state IN ('TAKE', 'WORK') AND b.owner = turns.o)
+        ORDER BY turns.turn, turns.priority DESC, turns.max DESC, turns.id LIMIT p_slots
     ),
     claimed AS (
         UPDATE pgjobs.task t SET state = 'TAKE', attempt = t.attempt + 1, start = NULL, stop = NULL, pid = NULL,
@@ -99,9 +101,11 @@ BEGIN
         FROM locked WHERE t.id = locked.id
         RETURNING t.*
     )
-    SELECT c.id, c.attempt, c.owner::oid, r.rolname::text, r.rolsuper, r.rolcanlogin AND (r.rolvaliduntil IS NULL OR r.rolvaliduntil > now()),
+    SELECT c.id, c.attempt, c.owner::oid, r.rolname::text, coalesce(r.rolsuper, false),
+           coalesce(r.rolcanlogin AND (r.rolvaliduntil IS NULL OR r.rolvaliduntil > now()), false),
            c.input, c.timeout, c.plan, c.repeat, c.drift, c.max, c.retries, c.retry_delay, c.save,
-           c.header, c.string, c.delimiter::text, c.escape::text, c.quote::text, c."null", c.remote, c.count, c.live
+           c.header, c.string, c.delimiter::text, c.escape::text, c.quote::text, c."null", c.remote, c.count, c.live,
+           coalesce(c.origin, c.plan)
     FROM claimed c LEFT JOIN pg_catalog.pg_roles r ON r.oid = c.owner
     ORDER BY c.priority DESC, c.max DESC, c.id;
 END
@@ -166,10 +170,10 @@ BEGIN
     IF t.repeat > interval '0' AND p_next_plan IS NOT NULL THEN
         INSERT INTO pgjobs.task (parent, plan, active, live, repeat, timeout, count, max, delete, drift, header, string,
                                  delimiter, escape, quote, "null", save, data, "group", input, remote, owner, priority,
-                                 retries, retry_delay)
+                                 retries, retry_delay, origin)
         VALUES (t.id, p_next_plan, t.active, t.live, t.repeat, t.timeout, t.count, t.max, t.delete, t.drift, t.header, t.string,
                 t.delimiter, t.escape, t.quote, t."null", t.save, t.data, t."group", t.input, t.remote, t.owner, t.priority,
-                t.retries, t.retry_delay);
+                t.retries, t.retry_delay, CASE WHEN t.drift THEN p_next_plan ELSE coalesce(t.origin, t.plan) END);
     END IF;
     IF t.max < 0 AND p_space_at IS NOT NULL THEN
         SELECT n.id INTO head FROM pgjobs.task n
@@ -200,7 +204,7 @@ BEGIN
     UPDATE pgjobs.task t SET state = 'PLAN', pid = NULL
     WHERE t.id IN (SELECT y.id FROM pgjobs.task y
                    WHERE y.state IN ('TAKE', 'WORK') AND y.id <> ALL (p_mine)
-                     AND (y.state = 'TAKE' OR y.pid IS NULL
+                     AND (y.state = 'TAKE' OR y.pid IS NULL OR y.remote IS NOT NULL -- its pid is the remote server's
                           OR NOT EXISTS (SELECT FROM pg_catalog.pg_stat_activity a WHERE a.pid = y.pid))
                    FOR UPDATE SKIP LOCKED);
     GET DIAGNOSTICS reset = ROW_COUNT;
@@ -208,17 +212,16 @@ BEGIN
 END
 $$;
 
--- pgj_task_next_ returns when the agent must look again, at the latest: the next future plan, or
--- the first moment a ready one-shot task (waiting for a slot of its group) would expire. NULL when
--- no task waits for either.
-CREATE FUNCTION pgjobs.pgj_task_next_() RETURNS timestamptz
+-- pgj_task_next_ returns when the agent must look again: the next future plan, and the first moment
+-- a ready one-shot task (waiting for a place in its group) expires; NULL when none.
+CREATE FUNCTION pgjobs.pgj_task_next_(OUT plan timestamptz, OUT expiry timestamptz)
 LANGUAGE sql STABLE
 SET search_path = pg_catalog, pg_temp
 SET lock_timeout = '200ms'
 AS $$
-    SELECT least((SELECT min(t.plan) FROM pgjobs.task t WHERE t.state = 'PLAN' AND t.plan > now()),
-                 (SELECT min(t.plan + t.active) FROM pgjobs.task t
-                  WHERE t.state = 'PLAN' AND t.plan <= now() AND t.repeat = interval '0' AND t.max >= 0))
+    SELECT (SELECT min(t.plan) FROM pgjobs.task t WHERE t.state = 'PLAN' AND t.plan > now()),
+           (SELECT min(t.plan + t.active) FROM pgjobs.task t -- plan <= now(), active <= 100 years: no overflow
+            WHERE t.state = 'PLAN' AND t.plan <= now() AND t.repeat = interval '0' AND t.max >= 0)
 $$;
 
 -- pgj_task_prune_ deletes at most p_batch of the ended tasks older than the task_retention setting.
@@ -267,6 +270,8 @@ BEGIN
     END IF;
     IF p_timeout_ms > 0 THEN
         PERFORM set_config('statement_timeout', p_timeout_ms::text, false);
+    ELSE
+        RESET statement_timeout; -- the role's or the database's, not a kept session's last task's
     END IF;
     PERFORM set_config('pgjobs.task_id', p_id::text, false);
 END
