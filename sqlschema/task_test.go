@@ -3,6 +3,7 @@ package sqlschema_test
 import (
 	"context"
 	"fmt"
+	"slices"
 	"testing"
 	"time"
 
@@ -128,5 +129,30 @@ func TestUpgradeFromVersion4AddsTheTaskTable(t *testing.T) {
 	}
 	if got := queryString(t, asAlice, "SELECT value FROM pgj_settings WHERE name = 'task_retention'"); got != "7 days" {
 		t.Fatalf("task_retention = %q", got)
+	}
+}
+
+// TestTaskClaimSeesPastAFutureBacklog: a ready task behind hundreds of a role's higher-priority
+// tasks planned later is still claimed (the claim looks at each role's first waiting rows in
+// claim order, and at its ready rows planned first), and another role's ready task too.
+func TestTaskClaimSeesPastAFutureBacklog(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	db := enabledDatabase(t)
+	alice, bob := cluster.NewRole(t, "alice", db), cluster.NewRole(t, "bob", db)
+	mustExec(t, cluster.ConnectAs(t, db, alice), `INSERT INTO task ("group", priority, plan, input)
+		SELECT 'later' || g, 10, now() + interval '1 day', 'SELECT 1' FROM generate_series(1, 300) g;
+		INSERT INTO task (input) VALUES ('SELECT ''ready''')`)
+	mustExec(t, cluster.ConnectAs(t, db, bob), "INSERT INTO task (input) VALUES ('SELECT ''bob''')")
+	claimed, err := sqlschema.TaskClaim(ctx, cluster.Connect(t, db), 0, 8, 7)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var inputs []string
+	for _, c := range claimed {
+		inputs = append(inputs, c.Input)
+	}
+	if len(inputs) != 2 || !slices.Contains(inputs, "SELECT 'ready'") || !slices.Contains(inputs, "SELECT 'bob'") {
+		t.Fatalf("claimed %q, want alice's ready task and bob's", inputs)
 	}
 }

@@ -82,6 +82,9 @@ CREATE TABLE pgjobs.task (
     -- pgjobs addition: the first plan of a repeating task's rows; each next plan is origin plus a
     -- whole number of periods (drift off), whatever retries moved plan to. Set from plan.
     origin      timestamptz,
+    -- pgjobs addition: when a waiting one-shot task (repeat 0, max >= 0) expires (plan + active),
+    -- kept by the triggers so that the agent finds expired tasks through an index.
+    expires     timestamptz,
     CONSTRAINT task_input_not_empty CHECK (input ~ '\S')
 );
 COMMENT ON TABLE pgjobs.task IS 'Asynchronous SQL tasks: INSERT INTO task (input) VALUES (''SELECT now()''); the agent runs each as its owner and writes output or error back';
@@ -90,6 +93,21 @@ COMMENT ON TABLE pgjobs.task IS 'Asynchronous SQL tasks: INSERT INTO task (input
 -- next plan; the busy rows give each group's running count; the retention deletes ended rows.
 CREATE INDEX task_ready ON pgjobs.task (owner, "group", (coalesce(remote, '')), priority DESC, max DESC, id) WHERE state = 'PLAN';
 CREATE INDEX task_plan ON pgjobs.task (plan) WHERE state = 'PLAN';
+CREATE INDEX task_owner_order ON pgjobs.task (owner, priority DESC, max DESC, id) WHERE state = 'PLAN';
+CREATE INDEX task_owner_plan ON pgjobs.task (owner, plan) WHERE state = 'PLAN';
+CREATE INDEX task_expires ON pgjobs.task (expires) WHERE state = 'PLAN' AND expires IS NOT NULL;
+
+-- pgj_task_expires_ is when a task in state expires, by its plan, active, repeat and max.
+CREATE FUNCTION pgjobs.pgj_task_expires_(p_state pgjobs.task_state, p_plan timestamptz, p_active interval, p_repeat interval, p_max int)
+RETURNS timestamptz
+LANGUAGE sql STABLE
+SET search_path = pg_catalog, pg_temp
+AS $$
+    SELECT CASE WHEN p_state <> 'PLAN' OR p_repeat <> interval '0' OR p_max < 0 THEN NULL
+                -- out of the table's bounds: its CHECKs refuse the row, this must not fail first
+                WHEN NOT isfinite(p_plan) OR p_plan > timestamptz '200000-01-01' OR p_active > interval '100 years' THEN 'infinity'
+                ELSE p_plan + p_active END
+$$;
 CREATE INDEX task_busy ON pgjobs.task (owner, "group", (coalesce(remote, ''))) WHERE state IN ('TAKE', 'WORK');
 CREATE INDEX task_ended ON pgjobs.task (stop) WHERE state IN ('DONE', 'FAIL', 'GONE');
 
@@ -106,6 +124,7 @@ LANGUAGE plpgsql
 SET search_path = pg_catalog, pg_temp
 AS $$
 BEGIN
+    NEW.expires := pgjobs.pgj_task_expires_(NEW.state, NEW.plan, NEW.active, NEW.repeat, NEW.max);
     IF pgjobs.pgj_task_agent_() AND current_setting('pgjobs.task_writer', true) = 'agent' THEN
         RETURN NEW; -- the agent's repeat copy keeps its owner
     END IF;
@@ -134,6 +153,7 @@ LANGUAGE plpgsql
 SET search_path = pg_catalog, pg_temp
 AS $$
 BEGIN
+    NEW.expires := pgjobs.pgj_task_expires_(NEW.state, NEW.plan, NEW.active, NEW.repeat, NEW.max);
     IF pgjobs.pgj_task_agent_() AND current_setting('pgjobs.task_writer', true) = 'agent' THEN
         RETURN NEW;
     END IF;
@@ -214,13 +234,14 @@ REVOKE ALL ON pgjobs.task FROM PUBLIC;
 GRANT SELECT, DELETE ON pgjobs.task TO PUBLIC;
 GRANT INSERT (parent, plan, start, stop, active, live, repeat, timeout, count, max, pid, state, delete, drift, header,
               string, delimiter, escape, quote, "null", save, data, "group", input, output, error, remote, owner,
-              priority, attempt, retries, retry_delay, origin),
+              priority, attempt, retries, retry_delay, origin, expires),
       UPDATE (parent, plan, start, stop, active, live, repeat, timeout, count, max, pid, state, delete, drift, header,
               string, delimiter, escape, quote, "null", save, data, "group", input, output, error, remote, owner,
-              priority, attempt, retries, retry_delay, origin)
+              priority, attempt, retries, retry_delay, origin, expires)
     ON pgjobs.task TO PUBLIC;
 GRANT USAGE ON TYPE pgjobs.task_state TO PUBLIC;
-GRANT EXECUTE ON FUNCTION pgjobs.pgj_task_default_(text, anyelement), pgjobs.pgj_task_role_(), pgjobs.pgj_task_agent_() TO PUBLIC;
+GRANT EXECUTE ON FUNCTION pgjobs.pgj_task_default_(text, anyelement), pgjobs.pgj_task_role_(), pgjobs.pgj_task_agent_(),
+    pgjobs.pgj_task_expires_(pgjobs.task_state, timestamptz, interval, interval, int) TO PUBLIC;
 
 -- task_retention: how long the agent keeps ended tasks (DONE, FAIL, GONE), counted from their stop.
 INSERT INTO pgjobs.pgj_setting_ (name, value) VALUES ('task_retention', '7 days');

@@ -29,8 +29,8 @@ $$;
 -- at all and it is the group's first waiting row, ready or not (max < 0: one at a time, spaced).
 -- Among the roles the claim takes turns: each role's first ready task before any role's second,
 -- and no role holds more than p_owner_cap tasks at once, so that one role's backlog, however high
--- its priorities, leaves room for the others. The cost grows with the groups that have waiting
--- rows and with p_slots, not with the number of rows waiting.
+-- its priorities, leaves room for the others. The cost grows with the roles that have waiting rows
+-- and with p_slots, not with the rows, groups or future plans waiting (see candidates below).
 CREATE FUNCTION pgjobs.pgj_task_claim_(p_epoch bigint, p_slots int, p_owner_cap int)
 RETURNS TABLE (id bigint, attempt int, owner oid, owner_name text, owner_super boolean, owner_login boolean,
                input text, timeout interval, plan timestamptz, repeat interval, drift boolean, max int,
@@ -45,38 +45,48 @@ BEGIN
     PERFORM pgjobs.pgj_task_lead_(p_epoch);
     UPDATE pgjobs.task t SET state = 'GONE', error = 'task not active', start = t.plan + t.active, stop = t.plan + t.active
     WHERE t.id IN (SELECT e.id FROM pgjobs.task e
-                   WHERE e.state = 'PLAN' AND e.plan <= now() AND e.repeat = interval '0' AND e.max >= 0 AND e.plan <= now() - e.active
+                   WHERE e.state = 'PLAN' AND e.expires <= now()
                    FOR UPDATE SKIP LOCKED);
     IF p_slots <= 0 THEN
         RETURN;
     END IF;
     RETURN QUERY
-    WITH RECURSIVE groups AS (
-        (SELECT t.owner AS o, t."group" AS g, coalesce(t.remote, '') AS r FROM pgjobs.task t
-         WHERE t.state = 'PLAN' ORDER BY t.owner, t."group", coalesce(t.remote, '') LIMIT 1)
+    WITH RECURSIVE owners AS (
+        (SELECT t.owner AS o FROM pgjobs.task t WHERE t.state = 'PLAN' ORDER BY t.owner LIMIT 1)
         UNION ALL
-        SELECT n.o, n.g, n.r FROM groups,
-        LATERAL (SELECT t.owner AS o, t."group" AS g, coalesce(t.remote, '') AS r FROM pgjobs.task t
-                 WHERE t.state = 'PLAN' AND (t.owner, t."group", coalesce(t.remote, '')) > (groups.o, groups.g, groups.r)
-                 ORDER BY t.owner, t."group", coalesce(t.remote, '') LIMIT 1) n
+        SELECT n.o FROM owners,
+        LATERAL (SELECT t.owner AS o FROM pgjobs.task t WHERE t.state = 'PLAN' AND t.owner > owners.o ORDER BY t.owner LIMIT 1) n
+    ),
+    -- Each role's candidates: its ready rows among its first 256 waiting rows in claim order (its
+    -- priorities), and its p_slots ready rows planned first (so that none waits forever behind
+    -- rows planned later). A role's backlog, its groups and its future rows cost the claim no
+    -- more than that.
+    candidates AS (
+        SELECT DISTINCT ON (c.id) c.id, c.o, c.g, c.r, c.priority, c.max
+        FROM owners, LATERAL (
+            (SELECT w.id, w.owner AS o, w."group" AS g, coalesce(w.remote, '') AS r, w.priority, w.max
+             FROM (SELECT x.* FROM pgjobs.task x WHERE x.state = 'PLAN' AND x.owner = owners.o
+                   ORDER BY x.priority DESC, x.max DESC, x.id LIMIT 256) w
+             WHERE w.plan <= now() LIMIT p_slots)
+            UNION ALL
+            (SELECT x.id, x.owner, x."group", coalesce(x.remote, ''), x.priority, x.max FROM pgjobs.task x
+             WHERE x.state = 'PLAN' AND x.owner = owners.o AND x.plan <= now() ORDER BY x.plan LIMIT p_slots)
+        ) c
     ),
     ranked AS (
-        SELECT c.id, c.priority, c.max, groups.o, c.i,
+        SELECT c.id, c.priority, c.max, c.o,
                bool_and(CASE WHEN c.max >= 0 THEN busy.n + c.i <= c.max ELSE busy.n = 0 AND c.i = 0 AND c.id = head.id END)
-                   OVER (PARTITION BY groups.o, groups.g, groups.r ORDER BY c.i) AS fits
-        FROM groups,
+                   OVER (PARTITION BY c.o, c.g, c.r ORDER BY c.i) AS fits
+        FROM (SELECT candidates.*, row_number() OVER (PARTITION BY candidates.o, candidates.g, candidates.r
+                                                      ORDER BY candidates.priority DESC, candidates.max DESC, candidates.id) - 1 AS i
+              FROM candidates) c,
         LATERAL (SELECT count(*) AS n FROM pgjobs.task b
-                 WHERE b.state IN ('TAKE', 'WORK') AND b.owner = groups.o AND b."group" = groups.g AND coalesce(b.remote, '') = groups.r) busy,
+                 WHERE b.state IN ('TAKE', 'WORK') AND b.owner = c.o AND b."group" = c.g AND coalesce(b.remote, '') = c.r) busy,
         -- The group's first waiting row, ready or not: a negative-max group waits for it, planned
         -- by the end of the task before it, and no other row of the group passes it.
         LATERAL (SELECT t.id FROM pgjobs.task t
-                 WHERE t.state = 'PLAN' AND t.owner = groups.o AND t."group" = groups.g AND coalesce(t.remote, '') = groups.r
-                 ORDER BY t.priority DESC, t.max DESC, t.id LIMIT 1) head,
-        LATERAL (SELECT t.id, t.priority, t.max, row_number() OVER (ORDER BY t.priority DESC, t.max DESC, t.id) - 1 AS i
-                 FROM pgjobs.task t
-                 WHERE t.state = 'PLAN' AND t.owner = groups.o AND t."group" = groups.g AND coalesce(t.remote, '') = groups.r
-                   AND t.plan <= now()
-                 ORDER BY t.priority DESC, t.max DESC, t.id LIMIT p_slots) c
+                 WHERE t.state = 'PLAN' AND t.owner = c.o AND t."group" = c.g AND coalesce(t.remote, '') = c.r
+                 ORDER BY t.priority DESC, t.max DESC, t.id LIMIT 1) head
     ),
     turns AS (
         SELECT ranked.id, ranked.priority, ranked.max, ranked.o,
@@ -213,15 +223,15 @@ END
 $$;
 
 -- pgj_task_next_ returns when the agent must look again: the next future plan, and the first moment
--- a ready one-shot task (waiting for a place in its group) expires; NULL when none.
+-- a waiting one-shot task expires (a ready one may wait for a place in its group); NULL when none.
+-- Both come from an index.
 CREATE FUNCTION pgjobs.pgj_task_next_(OUT plan timestamptz, OUT expiry timestamptz)
 LANGUAGE sql STABLE
 SET search_path = pg_catalog, pg_temp
 SET lock_timeout = '200ms'
 AS $$
     SELECT (SELECT min(t.plan) FROM pgjobs.task t WHERE t.state = 'PLAN' AND t.plan > now()),
-           (SELECT min(t.plan + t.active) FROM pgjobs.task t -- plan <= now(), active <= 100 years: no overflow
-            WHERE t.state = 'PLAN' AND t.plan <= now() AND t.repeat = interval '0' AND t.max >= 0)
+           (SELECT min(t.expires) FROM pgjobs.task t WHERE t.state = 'PLAN' AND t.expires IS NOT NULL)
 $$;
 
 -- pgj_task_prune_ deletes at most p_batch of the ended tasks older than the task_retention setting.
