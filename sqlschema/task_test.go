@@ -51,11 +51,16 @@ func TestTaskTableRefusesWhatUsersMayNotDo(t *testing.T) {
 		{"INSERT INTO task (retry_delay, input) VALUES ('178000000 years', 'SELECT 1')", "23514", "task_retry_delay_range"},
 		{"INSERT INTO task (timeout, input) VALUES ('100 days', 'SELECT 1')", "23514", "task_timeout_range"},
 		{"INSERT INTO task (remote, input) VALUES ('', 'SELECT 1')", "23514", "task_remote_not_empty"},
+		// Found by the second attack review: parts that cancel out passed a whole comparison and
+		// overflowed in the agent's statements; huge compressible inputs filled the agent's memory.
+		{"INSERT INTO task (active, input) VALUES (interval '300000 years -108000000 days 1 hour', 'SELECT 1')", "23514", "task_active_range"},
+		{"INSERT INTO task (repeat, input) VALUES (interval '1 month -29 days', 'SELECT 1')", "23514", "task_repeat_range"},
+		{"INSERT INTO task (input) SELECT 'SELECT 1 --' || repeat('x', 2000000)", "23514", "task_input_size"},
 	} {
 		wantError(t, asAlice, c.sql, c.code, c.text)
 		mustExec(t, asAlice, "RESET ALL")
 	}
-	for _, sql := range []string{"UPDATE task SET input = 'SELECT 3', state = 'STOP'", "DELETE FROM task WHERE input = 'SELECT 1'"} {
+	for _, sql := range []string{"UPDATE task SET input = 'SELECT 3', state = 'STOP'"} {
 		if _, err := asAlice.Exec(ctx, sql); err != nil {
 			t.Fatalf("%s: %v", sql, err)
 		}
@@ -72,9 +77,14 @@ func TestTaskTableRefusesWhatUsersMayNotDo(t *testing.T) {
 	if _, err := listener.WaitForNotification(wait); err != nil {
 		t.Fatalf("no notification for alice's insert under the agent's mark: %v", err)
 	}
-	// A row in TAKE or WORK is the agent's, also for DELETE.
+	// No role deletes or locks the shared table (the second attack review: LOCK TABLE in SHARE mode,
+	// which DELETE allows, held every role's inserts); a row in TAKE or WORK is the agent's.
+	for _, sql := range []string{"DELETE FROM task", "BEGIN; LOCK TABLE pgjobs.task IN SHARE MODE", "BEGIN; LOCK TABLE pgjobs.task IN ACCESS EXCLUSIVE MODE"} {
+		wantError(t, asAlice, sql, "42501", "permission denied")
+		mustExec(t, asAlice, "ROLLBACK")
+	}
 	mustExec(t, cluster.Connect(t, db), fmt.Sprintf("BEGIN; SET LOCAL pgjobs.task_writer = 'agent'; UPDATE task SET state = 'TAKE' WHERE id = %d; COMMIT", own))
-	wantError(t, asAlice, fmt.Sprintf("DELETE FROM task WHERE id = %d", own), "55006", "the agent's until it ends")
+	wantError(t, asAlice, fmt.Sprintf("UPDATE task SET priority = 5 WHERE id = %d", own), "55006", "the agent's until it ends")
 	// A bad default from a setting names it.
 	wantError(t, asAlice, "SET pgjobs.task_max = 'many'; INSERT INTO task (input) VALUES ('SELECT 1')", "22023", "pgjobs.task_max = 'many' is not a value of column max")
 }

@@ -3,6 +3,7 @@ package task
 import (
 	"fmt"
 	"strings"
+	"unicode/utf8"
 
 	"github.com/pgjobs/pgjobs/sqlschema"
 )
@@ -41,9 +42,16 @@ const MaxOutput = 8 << 20
 func NewOutput(f sqlschema.TaskFormat) *Output { return &Output{f: f} }
 
 func (o *Output) line(s string) {
-	if o.cut || o.text.Len()+len(s) > MaxOutput {
-		o.cut = true
+	if o.cut {
 		return
+	}
+	if room := MaxOutput - o.text.Len() - 1; len(s) > room {
+		// What fits is kept, cut on a character boundary: a long COPY keeps its first 8 MiB.
+		cut := max(room, 0)
+		for cut > 0 && !utf8.RuneStart(s[cut]) {
+			cut--
+		}
+		s, o.cut = s[:cut], true
 	}
 	if o.lines > 0 {
 		o.text.WriteByte('\n')

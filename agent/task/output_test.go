@@ -1,6 +1,7 @@
 package task
 
 import (
+	"strings"
 	"testing"
 
 	"github.com/pgjobs/pgjobs/sqlschema"
@@ -86,4 +87,34 @@ func deref(p *string) any {
 		return nil
 	}
 	return *p
+}
+
+// TestOutputCut: an output past MaxOutput keeps what fits and says it was cut, for a COPY as for
+// rows (a COPY past it came back as NULL, found by the second attack review).
+func TestOutputCut(t *testing.T) {
+	for _, c := range []struct {
+		name  string
+		write func(o *Output)
+	}{
+		{"copy", func(o *Output) { o.Copy(strings.Repeat("x\n", MaxOutput)) }},
+		{"rows", func(o *Output) {
+			o.Columns([]Column{NewColumn("a", 25)})
+			for i := 0; i < MaxOutput/1000+10; i++ {
+				o.Row([][]byte{[]byte(strings.Repeat("y", 999))})
+			}
+		}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			o := NewOutput(defaults)
+			c.write(o)
+			got := o.Text()
+			if got == nil || len(*got) < MaxOutput-1000 || len(*got) > MaxOutput+100 || !strings.HasSuffix(*got, "(output cut at 8388608 bytes)") {
+				n := -1
+				if got != nil {
+					n = len(*got)
+				}
+				t.Fatalf("output of %d bytes, want about %d ending with the cut", n, MaxOutput)
+			}
+		})
+	}
 }

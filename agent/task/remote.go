@@ -62,6 +62,9 @@ func remoteConfig(connString string, trusted bool) (*pgconn.Config, error) {
 	if keys["password"] == "" {
 		return nil, errNoPassword
 	}
+	if keys["user"] == "" {
+		return nil, errors.New("a remote task of a role that is not a superuser must name its user in the connection string (user=...): the agent's own user name is not used for it")
+	}
 	cfg.Password = keys["password"]
 	fallbacks := append([]*pgconn.FallbackConfig{{TLSConfig: cfg.TLSConfig}}, cfg.Fallbacks...)
 	for _, f := range fallbacks { // a certificate could only be the agent's (PGSSLCERT)

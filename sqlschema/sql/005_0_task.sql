@@ -36,6 +36,19 @@ LANGUAGE sql STABLE
 SET search_path = pg_catalog, pg_temp
 AS $$ SELECT oid::regrole FROM pg_catalog.pg_roles WHERE rolname = current_user $$;
 
+-- pgj_task_interval_ok_ tells whether an interval is within 0 .. p_max_days, each of its parts
+-- (months, days, time) not negative: parts that cancel out ('300000 years -108000000 days') pass
+-- a comparison of the whole yet overflow when added to a time.
+CREATE FUNCTION pgjobs.pgj_task_interval_ok_(p interval, p_max_days int) RETURNS boolean
+LANGUAGE sql IMMUTABLE
+SET search_path = pg_catalog, pg_temp
+AS $$
+    SELECT extract(year FROM p) >= 0 AND extract(month FROM p) >= 0 AND extract(day FROM p) >= 0
+       AND extract(hour FROM p) >= 0 AND extract(minute FROM p) >= 0 AND extract(second FROM p) >= 0
+       AND (extract(year FROM p) * 12 + extract(month FROM p)) * 30 + extract(day FROM p)
+           + (extract(hour FROM p) * 3600 + extract(minute FROM p) * 60 + extract(second FROM p)) / 86400 <= p_max_days
+$$;
+
 CREATE TABLE pgjobs.task (
     id          bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
     parent      bigint DEFAULT nullif(current_setting('pgjobs.task_id', true), '')::bigint,
@@ -44,13 +57,13 @@ CREATE TABLE pgjobs.task (
     start       timestamptz,
     stop        timestamptz,
     active      interval NOT NULL DEFAULT pgjobs.pgj_task_default_('active', interval '1 hour')
-                CONSTRAINT task_active_range CHECK (active > interval '0' AND active <= interval '100 years'),
+                CONSTRAINT task_active_range CHECK (active > interval '0' AND pgjobs.pgj_task_interval_ok_(active, 36525)),
     live        interval NOT NULL DEFAULT pgjobs.pgj_task_default_('live', interval '0')
-                CONSTRAINT task_live_range CHECK (live >= interval '0' AND live <= interval '100 years'),
+                CONSTRAINT task_live_range CHECK (pgjobs.pgj_task_interval_ok_(live, 36525)),
     repeat      interval NOT NULL DEFAULT pgjobs.pgj_task_default_('repeat', interval '0')
-                CONSTRAINT task_repeat_range CHECK (repeat >= interval '0' AND repeat <= interval '100 years'),
+                CONSTRAINT task_repeat_range CHECK (pgjobs.pgj_task_interval_ok_(repeat, 36525)),
     timeout     interval NOT NULL DEFAULT pgjobs.pgj_task_default_('timeout', interval '0')
-                CONSTRAINT task_timeout_range CHECK (timeout >= interval '0' AND timeout <= interval '24 days'),
+                CONSTRAINT task_timeout_range CHECK (pgjobs.pgj_task_interval_ok_(timeout, 24)),
     count       int NOT NULL DEFAULT pgjobs.pgj_task_default_('count', 0)
                 CONSTRAINT task_count_not_negative CHECK (count >= 0),
     max         int NOT NULL DEFAULT pgjobs.pgj_task_default_('max', 0),
@@ -78,14 +91,20 @@ CREATE TABLE pgjobs.task (
     retries     int NOT NULL DEFAULT pgjobs.pgj_task_default_('retries', 0)
                 CONSTRAINT task_retries_not_negative CHECK (retries >= 0),
     retry_delay interval NOT NULL DEFAULT pgjobs.pgj_task_default_('retry_delay', interval '10 seconds')
-                CONSTRAINT task_retry_delay_range CHECK (retry_delay >= interval '0' AND retry_delay <= interval '100 years'),
+                CONSTRAINT task_retry_delay_range CHECK (pgjobs.pgj_task_interval_ok_(retry_delay, 36525)),
     -- pgjobs addition: the first plan of a repeating task's rows; each next plan is origin plus a
     -- whole number of periods (drift off), whatever retries moved plan to. Set from plan.
     origin      timestamptz,
     -- pgjobs addition: when a waiting one-shot task (repeat 0, max >= 0) expires (plan + active),
     -- kept by the triggers so that the agent finds expired tasks through an index.
     expires     timestamptz,
-    CONSTRAINT task_input_not_empty CHECK (input ~ '\S')
+    CONSTRAINT task_input_not_empty CHECK (input ~ '\S'),
+    -- What the agent reads of each task it claims stays small: a role's inputs cannot fill its memory.
+    CONSTRAINT task_input_size CHECK (octet_length(input) <= 1048576),
+    CONSTRAINT task_data_size CHECK (octet_length(data) <= 1048576),
+    CONSTRAINT task_null_size CHECK (octet_length("null") <= 1024),
+    CONSTRAINT task_remote_size CHECK (octet_length(remote) <= 8192),
+    CONSTRAINT task_group_size CHECK (octet_length("group") <= 1024)
 );
 COMMENT ON TABLE pgjobs.task IS 'Asynchronous SQL tasks: INSERT INTO task (input) VALUES (''SELECT now()''); the agent runs each as its owner and writes output or error back';
 
@@ -105,7 +124,7 @@ SET search_path = pg_catalog, pg_temp
 AS $$
     SELECT CASE WHEN p_state <> 'PLAN' OR p_repeat <> interval '0' OR p_max < 0 THEN NULL
                 -- out of the table's bounds: its CHECKs refuse the row, this must not fail first
-                WHEN NOT isfinite(p_plan) OR p_plan > timestamptz '200000-01-01' OR p_active > interval '100 years' THEN 'infinity'
+                WHEN NOT isfinite(p_plan) OR p_plan > timestamptz '200000-01-01' OR NOT pgjobs.pgj_task_interval_ok_(p_active, 36525) THEN 'infinity'
                 ELSE p_plan + p_active END
 $$;
 CREATE INDEX task_busy ON pgjobs.task (owner, "group", (coalesce(remote, ''))) WHERE state IN ('TAKE', 'WORK');
@@ -229,9 +248,12 @@ CREATE POLICY task_agent ON pgjobs.task
     USING ((SELECT pgjobs.pgj_task_agent_())) WITH CHECK ((SELECT pgjobs.pgj_task_agent_()));
 
 -- Every column but id: a row's id is never chosen by a role (OVERRIDING SYSTEM VALUE would let one
--- take the ids the sequence hands out next, and fail everyone's inserts).
+-- take the ids the sequence hands out next, and fail everyone's inserts). No DELETE and no
+-- table-level UPDATE: either would let a role LOCK the table in SHARE mode or stronger, holding every
+-- role's inserts and the agent; ended tasks go after task_retention, and those that produced
+-- nothing at once (delete).
 REVOKE ALL ON pgjobs.task FROM PUBLIC;
-GRANT SELECT, DELETE ON pgjobs.task TO PUBLIC;
+GRANT SELECT ON pgjobs.task TO PUBLIC;
 GRANT INSERT (parent, plan, start, stop, active, live, repeat, timeout, count, max, pid, state, delete, drift, header,
               string, delimiter, escape, quote, "null", save, data, "group", input, output, error, remote, owner,
               priority, attempt, retries, retry_delay, origin, expires),
@@ -241,6 +263,7 @@ GRANT INSERT (parent, plan, start, stop, active, live, repeat, timeout, count, m
     ON pgjobs.task TO PUBLIC;
 GRANT USAGE ON TYPE pgjobs.task_state TO PUBLIC;
 GRANT EXECUTE ON FUNCTION pgjobs.pgj_task_default_(text, anyelement), pgjobs.pgj_task_role_(), pgjobs.pgj_task_agent_(),
+    pgjobs.pgj_task_interval_ok_(interval, int),
     pgjobs.pgj_task_expires_(pgjobs.task_state, timestamptz, interval, interval, int) TO PUBLIC;
 
 -- task_retention: how long the agent keeps ended tasks (DONE, FAIL, GONE), counted from their stop.
