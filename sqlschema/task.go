@@ -157,8 +157,15 @@ func TaskReset(ctx context.Context, q DB, epoch int64, mine []int64) (reset, run
 // TaskNext returns the server's time, the next future plan, and the first moment a ready one-shot
 // task expires (nil when none): a notification or the end of a run makes tasks ready otherwise.
 func TaskNext(ctx context.Context, q DB) (now time.Time, plan, expiry *time.Time, err error) {
-	if err := q.QueryRow(ctx, query("task_next")).Scan(&now, &plan, &expiry); err != nil {
+	var p, e pgtype.Timestamptz // an infinite time is no time to wake up at
+	if err := q.QueryRow(ctx, query("task_next")).Scan(&now, &p, &e); err != nil {
 		return time.Time{}, nil, nil, fmt.Errorf("look for the next task: %w", err)
+	}
+	if p.Valid && p.InfinityModifier == pgtype.Finite {
+		plan = &p.Time
+	}
+	if e.Valid && e.InfinityModifier == pgtype.Finite {
+		expiry = &e.Time
 	}
 	return now, plan, expiry, nil
 }

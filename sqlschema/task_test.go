@@ -47,7 +47,7 @@ func TestTaskTableRefusesWhatUsersMayNotDo(t *testing.T) {
 		{"INSERT INTO task (attempt, input) VALUES (2147483647, 'SELECT 1')", "42501", "attempt, pid, start and stop are the agent's"},
 		{fmt.Sprintf("UPDATE task SET attempt = 2147483647 WHERE id = %d", own), "42501", "attempt, pid, start and stop are the agent's"},
 		{"INSERT INTO task (active, input) VALUES ('178000000 years', 'SELECT 1')", "23514", "task_active_range"},
-		{"INSERT INTO task (plan, repeat, input) VALUES ('-infinity', '1 hour', 'SELECT 1')", "23514", "task_plan_finite"},
+		{"INSERT INTO task (plan, repeat, input) VALUES ('-infinity', '1 hour', 'SELECT 1')", "23514", "task_plan_range"},
 		{"INSERT INTO task (retry_delay, input) VALUES ('178000000 years', 'SELECT 1')", "23514", "task_retry_delay_range"},
 		{"INSERT INTO task (timeout, input) VALUES ('100 days', 'SELECT 1')", "23514", "task_timeout_range"},
 		{"INSERT INTO task (remote, input) VALUES ('', 'SELECT 1')", "23514", "task_remote_not_empty"},
@@ -56,6 +56,9 @@ func TestTaskTableRefusesWhatUsersMayNotDo(t *testing.T) {
 		{"INSERT INTO task (active, input) VALUES (interval '300000 years -108000000 days 1 hour', 'SELECT 1')", "23514", "task_active_range"},
 		{"INSERT INTO task (repeat, input) VALUES (interval '1 month -29 days', 'SELECT 1')", "23514", "task_repeat_range"},
 		{"INSERT INTO task (input) SELECT 'SELECT 1 --' || repeat('x', 2000000)", "23514", "task_input_size"},
+		// Found by the third pass: an expiry of infinity failed the agent's next-plan look.
+		{"INSERT INTO task (plan, input) VALUES ('200001-01-01', 'SELECT 1')", "23514", "task_plan_range"},
+		{fmt.Sprintf("UPDATE task SET output = 'forged' WHERE id = %d", own), "42501", "permission denied"},
 	} {
 		wantError(t, asAlice, c.sql, c.code, c.text)
 		mustExec(t, asAlice, "RESET ALL")

@@ -53,7 +53,7 @@ CREATE TABLE pgjobs.task (
     id          bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
     parent      bigint DEFAULT nullif(current_setting('pgjobs.task_id', true), '')::bigint,
     plan        timestamptz NOT NULL DEFAULT now()
-                CONSTRAINT task_plan_finite CHECK (isfinite(plan)),
+                CONSTRAINT task_plan_range CHECK (isfinite(plan) AND plan < timestamptz '100000-01-01 00:00:00+00'),
     start       timestamptz,
     stop        timestamptz,
     active      interval NOT NULL DEFAULT pgjobs.pgj_task_default_('active', interval '1 hour')
@@ -124,7 +124,7 @@ SET search_path = pg_catalog, pg_temp
 AS $$
     SELECT CASE WHEN p_state <> 'PLAN' OR p_repeat <> interval '0' OR p_max < 0 THEN NULL
                 -- out of the table's bounds: its CHECKs refuse the row, this must not fail first
-                WHEN NOT isfinite(p_plan) OR p_plan > timestamptz '200000-01-01' OR NOT pgjobs.pgj_task_interval_ok_(p_active, 36525) THEN 'infinity'
+                WHEN NOT isfinite(p_plan) OR p_plan >= timestamptz '100000-01-01 00:00:00+00' OR NOT pgjobs.pgj_task_interval_ok_(p_active, 36525) THEN NULL
                 ELSE p_plan + p_active END
 $$;
 CREATE INDEX task_busy ON pgjobs.task (owner, "group", (coalesce(remote, ''))) WHERE state IN ('TAKE', 'WORK');
@@ -255,10 +255,10 @@ CREATE POLICY task_agent ON pgjobs.task
 REVOKE ALL ON pgjobs.task FROM PUBLIC;
 GRANT SELECT ON pgjobs.task TO PUBLIC;
 GRANT INSERT (parent, plan, start, stop, active, live, repeat, timeout, count, max, pid, state, delete, drift, header,
-              string, delimiter, escape, quote, "null", save, data, "group", input, output, error, remote, owner,
+              string, delimiter, escape, quote, "null", save, data, "group", input, remote, owner,
               priority, attempt, retries, retry_delay, origin, expires),
       UPDATE (parent, plan, start, stop, active, live, repeat, timeout, count, max, pid, state, delete, drift, header,
-              string, delimiter, escape, quote, "null", save, data, "group", input, output, error, remote, owner,
+              string, delimiter, escape, quote, "null", save, data, "group", input, remote, owner,
               priority, attempt, retries, retry_delay, origin, expires)
     ON pgjobs.task TO PUBLIC;
 GRANT USAGE ON TYPE pgjobs.task_state TO PUBLIC;

@@ -231,7 +231,7 @@ SET search_path = pg_catalog, pg_temp
 SET lock_timeout = '200ms'
 AS $$
     SELECT (SELECT min(t.plan) FROM pgjobs.task t WHERE t.state = 'PLAN' AND t.plan > now()),
-           (SELECT min(t.expires) FROM pgjobs.task t WHERE t.state = 'PLAN' AND t.expires IS NOT NULL)
+           (SELECT min(t.expires) FROM pgjobs.task t WHERE t.state = 'PLAN' AND t.expires IS NOT NULL AND isfinite(t.expires))
 $$;
 
 -- pgj_task_prune_ deletes at most p_batch of the ended tasks older than the task_retention setting.
