@@ -186,9 +186,9 @@ func TaskPrune(ctx context.Context, q DB) (int64, error) {
 	}
 }
 
-// TaskBeginSQL is the first statement of the query that runs task id of role OID owner, with a
-// statement_timeout of timeout (none when 0): the input follows it in the same simple-protocol
-// query, and runs only if it succeeds, which it does only on a session of that role.
+// TaskBeginSQL is the guard query sent before the input of task id of role OID owner, setting a
+// statement_timeout of timeout (the role's own when 0): the input is sent only if it succeeds,
+// which it does only on a session of that role.
 func TaskBeginSQL(id int64, owner uint32, timeout time.Duration) string {
 	ms := timeout.Milliseconds()
 	if timeout > 0 && ms == 0 {

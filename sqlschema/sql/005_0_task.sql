@@ -137,6 +137,13 @@ LANGUAGE sql STABLE
 SET search_path = pg_catalog, pg_temp
 AS $$ SELECT has_table_privilege(current_user, 'pgjobs.pgj_leader_', 'UPDATE') $$;
 
+-- pgj_task_agent_writes_ tells whether the statement writing a task is the agent's: a role that may
+-- act as the agent, that marked its transaction's writes as the agent's (pgj_task_lead_ does).
+CREATE FUNCTION pgjobs.pgj_task_agent_writes_() RETURNS boolean
+LANGUAGE sql STABLE
+SET search_path = pg_catalog, pg_temp
+AS $$ SELECT coalesce(current_setting('pgjobs.task_writer', true) = 'agent', false) AND pgjobs.pgj_task_agent_() $$;
+
 -- On INSERT: the owner is the inserting role, and a new row waits (PLAN) or is parked (STOP).
 CREATE FUNCTION pgjobs.pgj_task_insert_() RETURNS trigger
 LANGUAGE plpgsql
@@ -144,7 +151,7 @@ SET search_path = pg_catalog, pg_temp
 AS $$
 BEGIN
     NEW.expires := pgjobs.pgj_task_expires_(NEW.state, NEW.plan, NEW.active, NEW.repeat, NEW.max);
-    IF pgjobs.pgj_task_agent_() AND current_setting('pgjobs.task_writer', true) = 'agent' THEN
+    IF pgjobs.pgj_task_agent_writes_() THEN
         RETURN NEW; -- the agent's repeat copy keeps its owner
     END IF;
     IF NEW.owner IS DISTINCT FROM pgjobs.pgj_task_role_() THEN
@@ -173,7 +180,7 @@ SET search_path = pg_catalog, pg_temp
 AS $$
 BEGIN
     NEW.expires := pgjobs.pgj_task_expires_(NEW.state, NEW.plan, NEW.active, NEW.repeat, NEW.max);
-    IF pgjobs.pgj_task_agent_() AND current_setting('pgjobs.task_writer', true) = 'agent' THEN
+    IF pgjobs.pgj_task_agent_writes_() THEN
         RETURN NEW;
     END IF;
     IF OLD.state IN ('TAKE', 'WORK') THEN
@@ -210,7 +217,7 @@ LANGUAGE plpgsql
 SET search_path = pg_catalog, pg_temp
 AS $$
 BEGIN
-    IF OLD.state IN ('TAKE', 'WORK') AND NOT (pgjobs.pgj_task_agent_() AND current_setting('pgjobs.task_writer', true) = 'agent') THEN
+    IF OLD.state IN ('TAKE', 'WORK') AND NOT pgjobs.pgj_task_agent_writes_() THEN
         RAISE EXCEPTION 'task %: it is %, the agent''s until it ends: it cannot be deleted now', OLD.id, OLD.state
             USING ERRCODE = 'object_in_use', HINT = 'wait until it is DONE, FAIL or GONE; a timeout ends a run that is too long';
     END IF;
@@ -227,7 +234,7 @@ LANGUAGE plpgsql
 SET search_path = pg_catalog, pg_temp
 AS $$
 BEGIN
-    IF current_setting('pgjobs.task_writer', true) IS DISTINCT FROM 'agent' OR NOT pgjobs.pgj_task_agent_() THEN
+    IF NOT pgjobs.pgj_task_agent_writes_() THEN
         PERFORM pg_notify('pgjobs_task', '');
     END IF;
     RETURN NULL;
@@ -263,6 +270,7 @@ GRANT INSERT (parent, plan, start, stop, active, live, repeat, timeout, count, m
     ON pgjobs.task TO PUBLIC;
 GRANT USAGE ON TYPE pgjobs.task_state TO PUBLIC;
 GRANT EXECUTE ON FUNCTION pgjobs.pgj_task_default_(text, anyelement), pgjobs.pgj_task_role_(), pgjobs.pgj_task_agent_(),
+    pgjobs.pgj_task_agent_writes_(),
     pgjobs.pgj_task_interval_ok_(interval, int),
     pgjobs.pgj_task_expires_(pgjobs.task_state, timestamptz, interval, interval, int) TO PUBLIC;
 

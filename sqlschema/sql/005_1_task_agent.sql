@@ -98,6 +98,7 @@ BEGIN
     lockable AS (
         SELECT t.id FROM pgjobs.task t
         WHERE t.id IN (SELECT turns.id FROM turns) AND t.state = 'PLAN' AND t.plan <= now()
+          AND (t.expires IS NULL OR t.expires > now()) -- committed after the expiry above: expired all the same
         FOR UPDATE SKIP LOCKED
     ),
     locked AS (
@@ -253,8 +254,8 @@ BEGIN
 END
 $$;
 
--- pgj_task_begin_ is sent on a task's session as the first statement of the same query as the
--- task's input, so that the input runs only when it succeeds: the session must be of the task's
+-- pgj_task_begin_ is sent on a task's session as a query of its own before the task's input, which
+-- the agent sends only when it succeeded: the session must be of the task's
 -- owner (role OID p_owner), which must still exist, log in and be valid. It sets the input's
 -- statement_timeout (p_timeout_ms > 0) and the task id the input's own INSERTs take as parent.
 CREATE FUNCTION pgjobs.pgj_task_begin_(p_id bigint, p_owner oid, p_timeout_ms bigint) RETURNS void
