@@ -74,11 +74,21 @@ func (s *Service) run(t sqlschema.ClaimedTask) {
 		s.end(t, now, now, Result{Error: &text})
 		return
 	}
+	given := false // back to the budget: a panic before it closes the session, not leaking it
+	defer func() {
+		if p := recover(); p != nil {
+			if !given {
+				session.Close()
+			}
+			panic(p) // to start's handler, which ends the task
+		}
+	}()
 	start := s.cfg.Clock.Now()
 	s.writes.start(sqlschema.TaskStarted{ID: t.ID, Attempt: t.Attempt, PID: session.PID, Start: start})
 	s.logf(agentlog.LevelInfo, agentlog.StatusFiring, "task %d started as %s (attempt %d)", t.ID, owner, t.Attempt)
 	r := execute(s.runCtx, session.Conn.PgConn(), sqlschema.TaskBeginSQL(t.ID, t.Owner, t.Timeout), t.Input, NewOutput(t.Format))
 	stop := s.cfg.Clock.Now()
+	given = true
 	if s.runCtx.Err() != nil {
 		// The agent stopped and its grace ended: the run was cancelled, not failed. Its row stays
 		// WORK for the next agent to reset and run again.
