@@ -2,8 +2,12 @@ package sqlschema
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/binary"
+	"encoding/hex"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -66,17 +70,78 @@ func TaskClaim(ctx context.Context, q DB, epoch int64, slots, ownerCap int) ([]C
 	}
 	tasks, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (ClaimedTask, error) {
 		var t ClaimedTask
-		var timeout, delay, live pgtype.Interval
-		err := row.Scan(&t.ID, &t.Attempt, &t.Owner, &t.OwnerName, &t.OwnerSuper, &t.OwnerLogin, &t.Input, &timeout, &t.Plan,
-			&t.Repeat, &t.Drift, &t.Max, &t.Retries, &delay, &t.Save, &t.Format.Header, &t.Format.String,
-			&t.Format.Delimiter, &t.Format.Escape, &t.Format.Quote, &t.Format.Null, &t.Remote, &t.Count, &live, &t.Origin)
-		t.Timeout, t.RetryDelay, t.Live = IntervalDuration(timeout), IntervalDuration(delay), IntervalDuration(live)
-		return t, err
+		return t, scanClaimed(row, &t)
 	})
 	if err != nil {
 		return nil, taskErr("claim tasks", err)
 	}
 	return tasks, nil
+}
+
+// scanClaimed scans the columns of pgj_task_claim_ into t, and then into extra.
+func scanClaimed(row pgx.Row, t *ClaimedTask, extra ...any) error {
+	var timeout, delay, live pgtype.Interval
+	err := row.Scan(append([]any{&t.ID, &t.Attempt, &t.Owner, &t.OwnerName, &t.OwnerSuper, &t.OwnerLogin, &t.Input, &timeout, &t.Plan,
+		&t.Repeat, &t.Drift, &t.Max, &t.Retries, &delay, &t.Save, &t.Format.Header, &t.Format.String,
+		&t.Format.Delimiter, &t.Format.Escape, &t.Format.Quote, &t.Format.Null, &t.Remote, &t.Count, &live, &t.Origin}, extra...)...)
+	t.Timeout, t.RetryDelay, t.Live = IntervalDuration(timeout), IntervalDuration(delay), IntervalDuration(live)
+	return err
+}
+
+// AdoptedTask is a task an agent gone left claimed or running whose input committed: it is ended,
+// not run again.
+type AdoptedTask struct {
+	ClaimedTask
+	Start *time.Time // when it started, if the agent gone wrote it
+}
+
+// TaskAdopt returns the tasks left claimed or running by an agent that died or lost the lead (not
+// mine) whose input committed its proof, and whose session has ended.
+func TaskAdopt(ctx context.Context, q DB, epoch int64, mine []int64) ([]AdoptedTask, error) {
+	if mine == nil {
+		mine = []int64{}
+	}
+	rows, err := q.Query(ctx, query("task_adopt"), epoch, mine)
+	if err != nil {
+		return nil, taskErr("look for the committed tasks of an agent gone", err)
+	}
+	tasks, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (AdoptedTask, error) {
+		var t AdoptedTask
+		return t, scanClaimed(row, &t.ClaimedTask, &t.Start)
+	})
+	if err != nil {
+		return nil, taskErr("look for the committed tasks of an agent gone", err)
+	}
+	return tasks, nil
+}
+
+// TaskKey records key, 32 random bytes, as the key of the term of epoch: the proofs of the tasks
+// the term runs carry tokens derived from it (TaskProofSQL).
+func TaskKey(ctx context.Context, q DB, epoch int64, key []byte) error {
+	if _, err := q.Exec(ctx, query("task_key"), epoch, key); err != nil {
+		return taskErr("record the term's key for the tasks' proofs", err)
+	}
+	return nil
+}
+
+// TaskProofSQL is what the agent appends to the input of attempt attempt of task id, run in the
+// term of epoch whose key is key: the statement that records, in the input's transaction, that
+// the attempt ran. It starts with a line break and a semicolon, which end whatever the input left
+// open.
+func TaskProofSQL(epoch, id int64, attempt int, key []byte) string {
+	msg := make([]byte, 0, len(key)+12)
+	msg = append(msg, key...)
+	msg = binary.BigEndian.AppendUint64(msg, uint64(id))
+	msg = binary.BigEndian.AppendUint32(msg, uint32(attempt))
+	token := sha256.Sum256(msg)
+	var call strings.Builder
+	call.WriteString("\n;")
+	for _, line := range strings.Split(query("task_proof"), "\n") {
+		if line != "" && !strings.HasPrefix(line, "--") {
+			call.WriteString(line)
+		}
+	}
+	return fmt.Sprintf(call.String(), epoch, id, attempt, hex.EncodeToString(token[:]))
 }
 
 // IntervalDuration returns an interval as a duration, a day counting 24 hours and a month 30 days.

@@ -11,10 +11,12 @@ import (
 	"github.com/pgjobs/pgjobs/sqlschema"
 )
 
-// start runs a claimed task in the background.
+// start runs a claimed task in the background, its input followed by the proof of its attempt
+// under the term's key.
 func (s *Service) start(t sqlschema.ClaimedTask) {
 	s.mu.Lock()
 	s.running[t.ID] = true
+	proof := s.key.proof(t.ID, t.Attempt)
 	s.mu.Unlock()
 	s.runs.Add(1)
 	go func() {
@@ -27,7 +29,7 @@ func (s *Service) start(t sqlschema.ClaimedTask) {
 				s.end(t, now, now, Result{Error: &text, SQLState: "XX000"})
 			}
 		}()
-		s.run(t)
+		s.run(t, proof)
 	}()
 }
 
@@ -40,7 +42,7 @@ func (s *Service) forget(id int64) {
 
 // run runs a claimed task on a session of its owner and queues its end. The session goes back as
 // soon as the input has run, before the end is written.
-func (s *Service) run(t sqlschema.ClaimedTask) {
+func (s *Service) run(t sqlschema.ClaimedTask, proof string) {
 	refuse := func(why string) {
 		now := s.cfg.Clock.Now()
 		text := AgentErrorText(why, t.Input)
@@ -86,7 +88,7 @@ func (s *Service) run(t sqlschema.ClaimedTask) {
 	start := s.cfg.Clock.Now()
 	s.writes.start(sqlschema.TaskStarted{ID: t.ID, Attempt: t.Attempt, PID: session.PID, Start: start})
 	s.logf(agentlog.LevelInfo, agentlog.StatusFiring, "task %d started as %s (attempt %d)", t.ID, owner, t.Attempt)
-	r := execute(s.runCtx, session.Conn.PgConn(), sqlschema.TaskBeginSQL(t.ID, t.Owner, t.Timeout), t.Input, NewOutput(t.Format))
+	r := execute(s.runCtx, session.Conn.PgConn(), sqlschema.TaskBeginSQL(t.ID, t.Owner, t.Timeout), t.Input, proof, NewOutput(t.Format))
 	stop := s.cfg.Clock.Now()
 	given = true
 	if s.runCtx.Err() != nil {
@@ -116,19 +118,9 @@ func (s *Service) run(t sqlschema.ClaimedTask) {
 func (s *Service) end(t sqlschema.ClaimedTask, start, stop time.Time, r Result) {
 	e := sqlschema.TaskEnd{ID: t.ID, Attempt: t.Attempt, Start: start, Stop: stop, Output: r.Output, Error: r.Error}
 	now := s.cfg.Clock.Now()
-	if r.Error != nil {
-		if t.Attempt <= t.Retries && retried(r.SQLState) {
-			at := RetryAt(now, t.RetryDelay, t.Attempt)
-			e.RetryAt = &at
-			s.logf(agentlog.LevelError, agentlog.StatusFiring, "task %d failed (attempt %d of %d), runs again at %s: %s", t.ID, t.Attempt, t.Retries+1, at.Format(time.RFC3339), firstLine(*r.Error))
-			s.writes.end(e)
-			return
-		}
-		s.logf(agentlog.LevelError, agentlog.StatusFiring, "task %d failed: %s", t.ID, firstLine(*r.Error))
-	} else {
-		s.logf(agentlog.LevelInfo, agentlog.StatusFiring, "task %d done in %s", t.ID, stop.Sub(start).Round(time.Millisecond))
-	}
 	if positive(t.Repeat) {
+		// Also on a retry: when the attempt's proof committed (its session ended after the commit),
+		// the end is written DONE and the next row is due all the same.
 		next := NextPlan(t.Origin, t.Repeat, t.Drift, stop, now, s.cfg.Location)
 		e.NextPlan = &next
 	}
@@ -136,6 +128,26 @@ func (s *Service) end(t sqlschema.ClaimedTask, start, stop time.Time, r Result) 
 		pause := pgtype.Interval{Microseconds: int64(-t.Max) * 1000, Valid: true}
 		at := NextPlan(t.Plan, pause, t.Drift, stop, now, s.cfg.Location)
 		e.SpaceAt = &at
+	}
+	if r.Error != nil {
+		if t.Attempt <= t.Retries && retried(r.SQLState) && !r.Committed {
+			at := RetryAt(now, t.RetryDelay, t.Attempt)
+			e.RetryAt = &at
+			unless := ""
+			if r.Broken {
+				unless = " (unless its work committed before the session ended: then it ends DONE)"
+			}
+			s.logf(agentlog.LevelError, agentlog.StatusFiring, "task %d failed (attempt %d of %d), runs again at %s%s: %s", t.ID, t.Attempt, t.Retries+1, at.Format(time.RFC3339), unless, firstLine(*r.Error))
+			s.writes.end(e)
+			return
+		}
+		if r.Committed {
+			s.logf(agentlog.LevelError, agentlog.StatusFiring, "task %d ends DONE, its work committed and its output lost: %s", t.ID, firstLine(*r.Error))
+		} else {
+			s.logf(agentlog.LevelError, agentlog.StatusFiring, "task %d failed: %s", t.ID, firstLine(*r.Error))
+		}
+	} else {
+		s.logf(agentlog.LevelInfo, agentlog.StatusFiring, "task %d done in %s", t.ID, stop.Sub(start).Round(time.Millisecond))
 	}
 	s.writes.end(e)
 }

@@ -62,6 +62,7 @@ type Service struct {
 
 	mu      sync.Mutex
 	running map[int64]bool // tasks claimed by this agent whose end is not written yet
+	key     termKey        // the proofs' key of the term the runs start in
 	freed   chan struct{}  // an end was written: a slot and a group's place are free
 
 	// Since when the loop has been away from its wait, or failing, and since when the writes have
@@ -233,9 +234,15 @@ const retryLook = time.Second
 // look resets the tasks of an agent gone when *resetNeeded, claims and starts what is ready, and
 // returns how long the service may sleep before it looks again (0: until woken).
 func (s *Service) look(ctx context.Context, t Term, resetNeeded *bool, resetDue *<-chan time.Time) (time.Duration, error) {
+	if err := s.keyTerm(ctx, t); err != nil {
+		return 0, err
+	}
 	if *resetNeeded {
 		n, running, err := sqlschema.TaskReset(ctx, t.Records, t.Epoch, s.mine())
 		if err != nil {
+			return 0, err
+		}
+		if err := s.adopt(ctx, t); err != nil {
 			return 0, err
 		}
 		*resetNeeded, *resetDue = false, nil
