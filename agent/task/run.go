@@ -16,11 +16,13 @@ import (
 func (s *Service) start(t sqlschema.ClaimedTask) {
 	s.mu.Lock()
 	s.running[t.ID] = true
+	s.pending++
 	proof := s.key.proof(t.ID, t.Attempt)
 	s.mu.Unlock()
 	s.runs.Add(1)
 	go func() {
 		defer s.runs.Done()
+		defer s.ran()
 		defer func() {
 			if p := recover(); p != nil { // a defect must not end the agent and every database's jobs
 				s.logf(agentlog.LevelError, agentlog.StatusFiring, "task %d: internal error: %v", t.ID, p)
@@ -55,7 +57,14 @@ func (s *Service) run(t sqlschema.ClaimedTask, proof string) {
 	case !t.OwnerLogin:
 		refuse(fmt.Sprintf("task %d: its owner %s may not log in or has expired: the task does not run", t.ID, *t.OwnerName))
 		return
-	case t.Remote != nil:
+	}
+	if !s.enter(t.Owner) {
+		s.logf(agentlog.LevelInfo, agentlog.StatusStopping, "task %d not started: the agent stopped; it runs under the next agent", t.ID)
+		s.forget(t.ID)
+		return
+	}
+	defer s.leave(t.Owner)
+	if t.Remote != nil {
 		s.runRemote(t)
 		return
 	}

@@ -60,10 +60,14 @@ type Service struct {
 	runs   sync.WaitGroup
 	writes *writer
 
-	mu      sync.Mutex
-	running map[int64]bool // tasks claimed by this agent whose end is not written yet
-	key     termKey        // the proofs' key of the term the runs start in
-	freed   chan struct{}  // an end was written: a slot and a group's place are free
+	mu        sync.Mutex
+	running   map[int64]bool // tasks claimed by this agent whose end is not written yet
+	pending   int            // of those, the tasks not run yet or running
+	holding   map[uint32]int // the slots each role's runs hold
+	held      int            // the slots all runs hold
+	slotFreed *sync.Cond     // a role gave a slot back (on mu)
+	key       termKey        // the proofs' key of the term the runs start in
+	freed     chan struct{}  // runs ended or ends were written: the loop may claim more
 
 	// Since when the loop has been away from its wait, or failing, and since when the writes have
 	// been failing (Unix ns, 0 when not): the term's Progress is the earlier.
@@ -96,7 +100,14 @@ func New(runCtx context.Context, cfg Config) *Service {
 	if cfg.Slots < 1 {
 		cfg.Slots = 1
 	}
-	return &Service{cfg: cfg, runCtx: runCtx, writes: newWriter(), running: map[int64]bool{}, freed: make(chan struct{}, 1)}
+	s := &Service{cfg: cfg, runCtx: runCtx, writes: newWriter(), running: map[int64]bool{}, holding: map[uint32]int{}, freed: make(chan struct{}, 1)}
+	s.slotFreed = sync.NewCond(&s.mu)
+	context.AfterFunc(runCtx, func() { // the runs waiting for a slot give up
+		s.mu.Lock()
+		s.mu.Unlock() //nolint:staticcheck // taken so that no waiter misses the broadcast between its check and its wait
+		s.slotFreed.Broadcast()
+	})
+	return s
 }
 
 func (s *Service) logf(level slog.Level, status, format string, args ...any) {
@@ -114,16 +125,76 @@ func (s *Service) mine() []int64 {
 	return ids
 }
 
-// free returns how many more tasks may start.
+// The tasks the service holds claimed are more than its slots, so that a slot freed by a run's end
+// is taken at once by a task claimed before, without a claim's commit in between, and the ends are
+// written many at a time: claimAhead × slots claimed and not run yet or running, and at most
+// unwrittenPerSlot × slots claimed whose end is not written yet.
+const (
+	claimAhead       = 4
+	unwrittenPerSlot = 16
+)
+
+// free returns how many more tasks the service may claim.
 func (s *Service) free() int {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return max(0, s.cfg.Slots-len(s.running))
+	return max(0, min(claimAhead*s.cfg.Slots-s.pending, unwrittenPerSlot*s.cfg.Slots-len(s.running)))
 }
 
-// ownerCap is the most tasks one role runs at once: all slots but one, so that another role's task
-// finds a slot while one role's long tasks run.
+// ownerCap is the most slots one role's tasks hold at once: all slots but one, so that another
+// role's task finds a slot while one role's long tasks run.
 func (s *Service) ownerCap() int { return max(1, s.cfg.Slots-1) }
+
+// claimCap is the most tasks of one role the claim may hold claimed or running, as the table counts
+// them (the ends not written yet among them): its share of the claim ahead, beside ownerCap in
+// the slots.
+func (s *Service) claimCap() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return claimAhead*s.cfg.Slots - 1 + (len(s.running) - s.pending)
+}
+
+// enter waits until a slot is free and the role owner holds fewer than ownerCap, and takes one;
+// false when the agent stopped meanwhile.
+func (s *Service) enter(owner uint32) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for s.holding[owner] >= s.ownerCap() || s.held >= s.cfg.Slots {
+		if s.runCtx.Err() != nil {
+			return false
+		}
+		s.slotFreed.Wait()
+	}
+	s.holding[owner]++
+	s.held++
+	return true
+}
+
+// leave gives back a slot of owner taken by enter.
+func (s *Service) leave(owner uint32) {
+	s.mu.Lock()
+	s.held--
+	if s.holding[owner]--; s.holding[owner] <= 0 {
+		delete(s.holding, owner)
+	}
+	s.mu.Unlock()
+	s.slotFreed.Broadcast()
+}
+
+// ran marks a claimed task's run as over (its end queued, or left to the next agent): it no longer
+// counts as pending, and the loop may claim again once a quarter of the claim ahead is free.
+func (s *Service) ran() {
+	s.mu.Lock()
+	s.pending--
+	wake := s.pending <= (claimAhead*s.cfg.Slots)*3/4
+	s.mu.Unlock()
+	if wake {
+		select {
+		case s.freed <- struct{}{}:
+		default:
+		}
+	}
+}
 
 // Wait waits until the runs in flight have ended.
 func (s *Service) Wait() { s.runs.Wait() }
@@ -260,7 +331,7 @@ func (s *Service) look(ctx context.Context, t Term, resetNeeded *bool, resetDue 
 		return 0, err
 	}
 	asked := time.Now()
-	claimed, err := sqlschema.TaskClaim(ctx, t.Records, t.Epoch, s.free(), s.ownerCap())
+	claimed, err := sqlschema.TaskClaim(ctx, t.Records, t.Epoch, s.free(), s.claimCap())
 	if err != nil {
 		*resetNeeded = true // rows it may have claimed before failing are put back by the next look
 		return 0, err

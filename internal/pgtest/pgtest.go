@@ -84,6 +84,9 @@ type Settings struct {
 	Durable bool
 	// MaxConnections is max_connections; 0 means 500, the tests' setting.
 	MaxConnections int
+	// Extra are more settings, as name=value, given to the server with -c (a benchmark's
+	// shared_preload_libraries=pg_stat_statements, say).
+	Extra []string
 }
 
 // Start starts a throwaway cluster with the tests' settings (durability off, 500 connections), or

@@ -81,6 +81,9 @@ func (c *Cluster) StartServer(ctx context.Context) error {
 		"-c", "max_prepared_transactions=10", // so tests can try what a role could do with them
 		"-c", "log_min_messages=warning",
 	)
+	for _, setting := range c.settings.Extra {
+		cmd.Args = append(cmd.Args, "-c", setting)
+	}
 	cmd.Stdout, cmd.Stderr = logFile, logFile
 	// If the test binary dies without Close, the server shuts down at once.
 	cmd.SysProcAttr.Pdeathsig = syscall.SIGQUIT
