@@ -38,6 +38,12 @@ func TestTaskProvenByAnAgentGoneIsNotRunAgain(t *testing.T) {
 	if err != nil || len(claimed) != 3 {
 		t.Fatalf("claim = %d tasks, %v", len(claimed), err)
 	}
+	conn, err := as.Acquire(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Release()
+	pid := conn.Conn().PgConn().PID()
 	ids := map[string]int64{}
 	for _, c := range claimed {
 		k := c.Input[len(c.Input)-2 : len(c.Input)-1]
@@ -45,7 +51,7 @@ func TestTaskProvenByAnAgentGoneIsNotRunAgain(t *testing.T) {
 		if k == "2" {
 			continue // died before this one committed
 		}
-		if _, err := as.Exec(ctx, c.Input+sqlschema.TaskProofSQL(0, c.ID, c.Attempt, key)); err != nil {
+		if _, err := conn.Exec(ctx, c.Input+sqlschema.TaskProofSQL(0, c.ID, c.Attempt, pid, key)); err != nil {
 			t.Fatal(err)
 		}
 	}

@@ -206,15 +206,24 @@ func Upgrade(ctx context.Context, db DB) (from, to int, err error) {
 // when there is no schema.
 func Uninstall(ctx context.Context, db DB) error {
 	return pgx.BeginFunc(ctx, db, func(tx pgx.Tx) error {
-		if _, err := Installed(ctx, tx); err != nil {
+		v, err := Installed(ctx, tx)
+		if err != nil {
 			return err
 		}
 		if _, err := tx.Exec(ctx, query("uninstall")); err != nil {
 			return fmt.Errorf("drop the pgjobs schema: %w", err)
 		}
+		if v >= agentSchemaSince { // before, a schema of that name is not pgjobs'
+			if _, err := tx.Exec(ctx, query("uninstall_agent")); err != nil {
+				return fmt.Errorf("drop the pgjobs_agent schema: %w", err)
+			}
+		}
 		return nil
 	})
 }
+
+// agentSchemaSince is the schema version that added the agent's private schema pgjobs_agent.
+const agentSchemaSince = 6
 
 // apply runs the files of one version.
 func apply(ctx context.Context, tx pgx.Tx, v version) error {

@@ -125,14 +125,16 @@ func TaskKey(ctx context.Context, q DB, epoch int64, key []byte) error {
 }
 
 // TaskProofSQL is what the agent appends to the input of attempt attempt of task id, run in the
-// term of epoch whose key is key: the statement that records, in the input's transaction, that
-// the attempt ran. It starts with a line break and a semicolon, which end whatever the input left
-// open.
-func TaskProofSQL(epoch, id int64, attempt int, key []byte) string {
-	msg := make([]byte, 0, len(key)+12)
+// term of epoch whose key is key, on the session of backend pid: the statement that records, in
+// the input's transaction, that the attempt ran. It starts with a line break and a semicolon,
+// which end whatever the input left open. Its result is the one column pgj_task_proof_, of type
+// void.
+func TaskProofSQL(epoch, id int64, attempt int, pid uint32, key []byte) string {
+	msg := make([]byte, 0, len(key)+16)
 	msg = append(msg, key...)
 	msg = binary.BigEndian.AppendUint64(msg, uint64(id))
 	msg = binary.BigEndian.AppendUint32(msg, uint32(attempt))
+	msg = binary.BigEndian.AppendUint32(msg, pid)
 	token := sha256.Sum256(msg)
 	var call strings.Builder
 	call.WriteString("\n;")
@@ -185,17 +187,32 @@ func TaskWrite(ctx context.Context, db DB, epoch int64, started []TaskStarted, e
 			}
 			batch.Queue(query("task_work"), epoch, ids, attempts, pids, starts)
 		}
-		for _, e := range ends {
-			batch.Queue(query("task_end"), epoch, e.ID, e.Attempt, e.Start, e.Stop, e.Output, e.Error, e.RetryAt, e.NextPlan, e.SpaceAt).
-				QueryRow(func(row pgx.Row) error {
-					var ok *bool
-					if err := row.Scan(&ok); err != nil {
-						return err
-					}
-					if ok == nil {
-						busy = append(busy, e)
-					}
-					return nil
+		if len(ends) > 0 {
+			n := len(ends)
+			ids, attempts := make([]int64, n), make([]int32, n)
+			starts, stops := make([]time.Time, n), make([]time.Time, n)
+			outputs, errs := make([]*string, n), make([]*string, n)
+			retries, nexts, spaces := make([]*time.Time, n), make([]*time.Time, n), make([]*time.Time, n)
+			for i, e := range ends {
+				ids[i], attempts[i], starts[i], stops[i] = e.ID, int32(e.Attempt), e.Start, e.Stop
+				outputs[i], errs[i], retries[i], nexts[i], spaces[i] = e.Output, e.Error, e.RetryAt, e.NextPlan, e.SpaceAt
+			}
+			batch.Queue(query("task_ends"), epoch, ids, attempts, starts, stops, outputs, errs, retries, nexts, spaces).
+				Query(func(rows pgx.Rows) error {
+					var id int64
+					var attempt int
+					var written *bool
+					_, err := pgx.ForEachRow(rows, []any{&id, &attempt, &written}, func() error {
+						if written == nil {
+							for _, e := range ends {
+								if e.ID == id && e.Attempt == attempt {
+									busy = append(busy, e)
+								}
+							}
+						}
+						return nil
+					})
+					return err
 				})
 		}
 		return tx.SendBatch(ctx, batch).Close()

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -33,10 +34,11 @@ type Result struct {
 // data to send. When ctx ends the query is cancelled and the session is not given back.
 //
 // proof, when not "", is sent at the end of the input (TaskProofSQL): the input's implicit
-// transaction then also records that the attempt ran, and its tag is not part of the output. An
+// transaction then also records that the attempt ran, and its result is not part of the output. An
 // input that cannot run in a transaction block with it (a lone VACUUM, CREATE INDEX CONCURRENTLY,
-// a procedure that commits) fails before any of its statements completed: it is then sent again
-// alone, as psql would send it, and is run at least once rather than exactly once.
+// a procedure that commits) fails before any of its statements completed, with nothing committed:
+// it is then sent again alone, as psql would send it, and runs at least once rather than exactly
+// once.
 func execute(ctx context.Context, conn *pgconn.PgConn, begin, input, proof string, out *Output) Result {
 	stop := context.AfterFunc(ctx, func() {
 		cancelCtx, cancel := context.WithTimeout(context.Background(), cancelGrace)
@@ -44,16 +46,17 @@ func execute(ctx context.Context, conn *pgconn.PgConn, begin, input, proof strin
 		_ = conn.CancelRequest(cancelCtx) // the deadline below ends the wait if it is lost
 		_ = conn.Conn().SetDeadline(time.Now().Add(cancelGrace))
 	})
-	r, _ := query(conn, begin, begin, false, NewOutput(out.f))
+	r, _, _ := query(conn, begin, begin, false, NewOutput(out.f))
 	if r.Error == nil {
 		if proof == "" {
-			r, _ = query(conn, input, input, false, out)
+			r, _, _ = query(conn, input, input, false, out)
 		} else {
-			var completed int
 			fresh := NewOutput(out.f)
-			r, completed = query(conn, input+proof, input, true, out)
-			if r.Error != nil && !r.Broken && completed == 0 && alone(r.SQLState) && ctx.Err() == nil {
-				r, _ = query(conn, input, input, false, fresh)
+			var completed int
+			var pgErr *pgconn.PgError
+			r, completed, pgErr = query(conn, input+proof, input, true, out)
+			if pgErr != nil && !r.Broken && completed == 0 && alone(pgErr) && ctx.Err() == nil {
+				r, _, _ = query(conn, input, input, false, fresh)
 			}
 		}
 	}
@@ -64,29 +67,36 @@ func execute(ctx context.Context, conn *pgconn.PgConn, begin, input, proof strin
 }
 
 // alone tells whether an input that failed with the proof after it, before any of its statements
-// completed, may run when sent alone: it failed because it cannot run in a transaction block
-// (25001) or commits inside a procedure (2D000), or the proof made its text unparsable (42601: a
-// syntax error; sent alone it fails again with its own position).
-func alone(sqlState string) bool {
-	return sqlState == "25001" || sqlState == "2D000" || sqlState == "42601"
+// completed, is to be sent again alone: it cannot run in a transaction block (25001) or commits
+// inside a procedure or DO block (2D000), or the proof made its text unparsable (42601 from the
+// parser, which runs nothing: not one raised at run time, by an EXECUTE say, after effects that do
+// not roll back).
+func alone(e *pgconn.PgError) bool {
+	switch e.Code {
+	case "25001", "2D000":
+		return true
+	case "42601":
+		return e.Where == "" && e.InternalQuery == ""
+	}
+	return false
 }
 
 // query sends text as one simple-protocol query and reads its answers into out until the server is
-// ready again; statement is what error texts quote. It returns how many statements completed.
-// With proof, the text ends with the proof's CALL: its tag is left out of the output.
-func query(conn *pgconn.PgConn, text, statement string, proof bool, out *Output) (r Result, completed int) {
+// ready again; statement is what error texts quote. It returns how many statements completed, and
+// the server's error. With proof, the text ends with the proof's SELECT: its result is left out
+// of the output.
+func query(conn *pgconn.PgConn, text, statement string, proof bool, out *Output) (r Result, completed int, pgErr *pgconn.PgError) {
 	fe := conn.Frontend()
 	fe.Send(&pgproto3.Query{String: text})
 	if err := fe.Flush(); err != nil {
-		return brokenResult(err, statement, out), 0
+		return brokenResult(err, statement, out), 0, nil
 	}
 	resultSet := false
 	var copied strings.Builder
-	var held *pgproto3.CommandComplete // the last tag, held back until it is known not to be the proof's
-	heldSet := false
+	var held *heldResult // a result that may be the proof's, until the query ends
 	release := func() {
 		if held != nil {
-			out.Done(string(held.CommandTag), heldSet)
+			held.replay(out)
 			held = nil
 		}
 	}
@@ -96,20 +106,24 @@ func query(conn *pgconn.PgConn, text, statement string, proof bool, out *Output)
 			release()
 			if r.Error != nil { // the server's error (FATAL) came first, then the session ended
 				r.Output, r.Broken = out.Text(), true
-				return r, completed
+				return r, completed, pgErr
 			}
-			return brokenResult(err, statement, out), completed
+			return brokenResult(err, statement, out), completed, pgErr
 		}
 		switch m := msg.(type) {
 		case *pgproto3.RowDescription:
 			release()
 			resultSet = true
-			columns := make([]Column, len(m.Fields))
-			for i, f := range m.Fields {
-				columns[i] = NewColumn(string(f.Name), f.DataTypeOID)
+			if proof && provesResult(m) {
+				held = &heldResult{fields: cloneFields(m.Fields)}
+				continue
 			}
-			out.Columns(columns)
+			out.Columns(columnsOf(m.Fields))
 		case *pgproto3.DataRow:
+			if held != nil {
+				held.rows = append(held.rows, cloneValues(m.Values))
+				continue
+			}
 			out.Row(m.Values) // formatted at once: the values are the receive buffer's
 		case *pgproto3.CopyOutResponse:
 			release()
@@ -124,33 +138,88 @@ func query(conn *pgconn.PgConn, text, statement string, proof bool, out *Output)
 		case *pgproto3.CopyInResponse:
 			fe.Send(&pgproto3.CopyFail{Message: "COPY FROM STDIN has no data in a task: the input cannot send any"})
 			if err := fe.Flush(); err != nil {
-				return brokenResult(err, statement, out), completed
+				return brokenResult(err, statement, out), completed, pgErr
 			}
 		case *pgproto3.CommandComplete:
-			release()
 			completed++
-			if proof {
-				held, heldSet = &pgproto3.CommandComplete{CommandTag: append([]byte(nil), m.CommandTag...)}, resultSet
-			} else {
-				out.Done(string(m.CommandTag), resultSet)
+			if held != nil && !held.done {
+				held.tag, held.done = string(m.CommandTag), true
+				resultSet = false
+				continue
 			}
+			release()
+			out.Done(string(m.CommandTag), resultSet)
 			resultSet = false
 		case *pgproto3.ErrorResponse:
 			release()
-			pgErr := pgconn.ErrorResponseToPgError(m)
+			pgErr = pgconn.ErrorResponseToPgError(m)
 			text := ErrorText(pgErr, statement)
 			r.Error, r.SQLState = &text, pgErr.Code
 			if pgErr.Severity == "FATAL" || pgErr.Severity == "PANIC" {
 				r.Broken = true
 			}
 		case *pgproto3.ReadyForQuery:
-			if r.Error != nil || held == nil || string(held.CommandTag) != "CALL" {
-				release() // the proof did not complete: the tag held is the input's
+			if r.Error != nil || held == nil || !held.done {
+				release() // the proof did not complete: the result held is the input's
 			}
 			r.Output = out.Text()
-			return r, completed
+			return r, completed, pgErr
 		}
 	}
+}
+
+// heldResult is a result set read but not yet written into the output.
+type heldResult struct {
+	fields []pgproto3.FieldDescription
+	rows   [][][]byte
+	tag    string
+	done   bool // its CommandComplete came
+}
+
+// replay writes the result into out.
+func (h *heldResult) replay(out *Output) {
+	out.Columns(columnsOf(h.fields))
+	for _, row := range h.rows {
+		out.Row(row)
+	}
+	if h.done {
+		out.Done(h.tag, true)
+	}
+}
+
+// provesResult tells whether a result set is shaped as the proof's: one void column named
+// pgj_task_proof_.
+func provesResult(m *pgproto3.RowDescription) bool {
+	const voidOID = 2278
+	return len(m.Fields) == 1 && string(m.Fields[0].Name) == "pgj_task_proof_" && m.Fields[0].DataTypeOID == voidOID
+}
+
+func columnsOf(fields []pgproto3.FieldDescription) []Column {
+	columns := make([]Column, len(fields))
+	for i, f := range fields {
+		columns[i] = NewColumn(string(f.Name), f.DataTypeOID)
+	}
+	return columns
+}
+
+// cloneFields copies a row description's fields out of the receive buffer.
+func cloneFields(fields []pgproto3.FieldDescription) []pgproto3.FieldDescription {
+	c := slices.Clone(fields)
+	for i := range c {
+		c[i].Name = slices.Clone(c[i].Name)
+	}
+	return c
+}
+
+// cloneValues copies a row's values out of the receive buffer.
+func cloneValues(values [][]byte) [][]byte {
+	c := make([][]byte, len(values))
+	for i, v := range values {
+		if v != nil {
+			c[i] = slices.Clone(v)
+		}
+	}
+	return c
 }
 
 // brokenResult is the result of a run whose session failed under it: the output so far, and an

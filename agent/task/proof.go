@@ -17,12 +17,13 @@ type termKey struct {
 	key   []byte // nil until recorded
 }
 
-// proof returns the statement appended to the input of the attempt of task id.
-func (k termKey) proof(id int64, attempt int) string {
+// proof returns the statement appended to the input of the attempt of task id run on the session
+// of backend pid.
+func (k termKey) proof(id int64, attempt int, pid uint32) string {
 	if k.key == nil {
 		return "" // not reached: the service records its key before it claims
 	}
-	return sqlschema.TaskProofSQL(k.epoch, id, attempt, k.key)
+	return sqlschema.TaskProofSQL(k.epoch, id, attempt, pid, k.key)
 }
 
 // keyTerm records a new key for the term t, once per term, before the term claims anything.

@@ -12,12 +12,13 @@ import (
 )
 
 // start runs a claimed task in the background, its input followed by the proof of its attempt
-// under the term's key.
+// under the key of the term that claimed it.
 func (s *Service) start(t sqlschema.ClaimedTask) {
 	s.mu.Lock()
 	s.running[t.ID] = true
 	s.pending++
-	proof := s.key.proof(t.ID, t.Attempt)
+	key := s.key
+	ticket := s.queue(t.Owner)
 	s.mu.Unlock()
 	s.runs.Add(1)
 	go func() {
@@ -25,13 +26,14 @@ func (s *Service) start(t sqlschema.ClaimedTask) {
 		defer s.ran()
 		defer func() {
 			if p := recover(); p != nil { // a defect must not end the agent and every database's jobs
+				s.withdraw(t.Owner, ticket) // if it panicked before its turn
 				s.logf(agentlog.LevelError, agentlog.StatusFiring, "task %d: internal error: %v", t.ID, p)
 				now := s.cfg.Clock.Now()
 				text := AgentErrorText(fmt.Sprintf("the agent failed running the task: %v", p), t.Input)
 				s.end(t, now, now, Result{Error: &text, SQLState: "XX000"})
 			}
 		}()
-		s.run(t, proof)
+		s.run(t, key, ticket)
 	}()
 }
 
@@ -44,8 +46,9 @@ func (s *Service) forget(id int64) {
 
 // run runs a claimed task on a session of its owner and queues its end. The session goes back as
 // soon as the input has run, before the end is written.
-func (s *Service) run(t sqlschema.ClaimedTask, proof string) {
+func (s *Service) run(t sqlschema.ClaimedTask, key termKey, ticket uint64) {
 	refuse := func(why string) {
+		s.withdraw(t.Owner, ticket)
 		now := s.cfg.Clock.Now()
 		text := AgentErrorText(why, t.Input)
 		s.end(t, now, now, Result{Error: &text, SQLState: "42501"})
@@ -58,7 +61,7 @@ func (s *Service) run(t sqlschema.ClaimedTask, proof string) {
 		refuse(fmt.Sprintf("task %d: its owner %s may not log in or has expired: the task does not run", t.ID, *t.OwnerName))
 		return
 	}
-	if !s.enter(t.Owner) {
+	if !s.enter(t.Owner, ticket) {
 		s.logf(agentlog.LevelInfo, agentlog.StatusStopping, "task %d not started: the agent stopped; it runs under the next agent", t.ID)
 		s.forget(t.ID)
 		return
@@ -97,7 +100,7 @@ func (s *Service) run(t sqlschema.ClaimedTask, proof string) {
 	start := s.cfg.Clock.Now()
 	s.writes.start(sqlschema.TaskStarted{ID: t.ID, Attempt: t.Attempt, PID: session.PID, Start: start})
 	s.logf(agentlog.LevelInfo, agentlog.StatusFiring, "task %d started as %s (attempt %d)", t.ID, owner, t.Attempt)
-	r := execute(s.runCtx, session.Conn.PgConn(), sqlschema.TaskBeginSQL(t.ID, t.Owner, t.Timeout), t.Input, proof, NewOutput(t.Format))
+	r := execute(s.runCtx, session.Conn.PgConn(), sqlschema.TaskBeginSQL(t.ID, t.Owner, t.Timeout), t.Input, key.proof(t.ID, t.Attempt, session.PID), NewOutput(t.Format))
 	stop := s.cfg.Clock.Now()
 	given = true
 	if s.runCtx.Err() != nil {

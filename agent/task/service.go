@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -61,13 +62,15 @@ type Service struct {
 	writes *writer
 
 	mu        sync.Mutex
-	running   map[int64]bool // tasks claimed by this agent whose end is not written yet
-	pending   int            // of those, the tasks not run yet or running
-	holding   map[uint32]int // the slots each role's runs hold
-	held      int            // the slots all runs hold
-	slotFreed *sync.Cond     // a role gave a slot back (on mu)
-	key       termKey        // the proofs' key of the term the runs start in
-	freed     chan struct{}  // runs ended or ends were written: the loop may claim more
+	running   map[int64]bool      // tasks claimed by this agent whose end is not written yet
+	pending   int                 // of those, the tasks not run yet or running
+	holding   map[uint32]int      // the slots each role's runs hold
+	held      int                 // the slots all runs hold
+	queued    map[uint32][]uint64 // each role\'s runs waiting for a slot, in claim order
+	tickets   uint64
+	slotFreed *sync.Cond    // a role gave a slot back (on mu)
+	key       termKey       // the proofs' key of the term the runs start in
+	freed     chan struct{} // runs ended or ends were written: the loop may claim more
 
 	// Since when the loop has been away from its wait, or failing, and since when the writes have
 	// been failing (Unix ns, 0 when not): the term's Progress is the earlier.
@@ -100,11 +103,11 @@ func New(runCtx context.Context, cfg Config) *Service {
 	if cfg.Slots < 1 {
 		cfg.Slots = 1
 	}
-	s := &Service{cfg: cfg, runCtx: runCtx, writes: newWriter(), running: map[int64]bool{}, holding: map[uint32]int{}, freed: make(chan struct{}, 1)}
+	s := &Service{cfg: cfg, runCtx: runCtx, writes: newWriter(), running: map[int64]bool{}, holding: map[uint32]int{}, queued: map[uint32][]uint64{}, freed: make(chan struct{}, 1)}
 	s.slotFreed = sync.NewCond(&s.mu)
 	context.AfterFunc(runCtx, func() { // the runs waiting for a slot give up
-		s.mu.Lock()
-		s.mu.Unlock() //nolint:staticcheck // taken so that no waiter misses the broadcast between its check and its wait
+		s.mu.Lock() // no waiter misses the broadcast between its check and its wait
+		defer s.mu.Unlock()
 		s.slotFreed.Broadcast()
 	})
 	return s
@@ -154,20 +157,49 @@ func (s *Service) claimCap() int {
 	return claimAhead*s.cfg.Slots - 1 + (len(s.running) - s.pending)
 }
 
-// enter waits until a slot is free and the role owner holds fewer than ownerCap, and takes one;
-// false when the agent stopped meanwhile.
-func (s *Service) enter(owner uint32) bool {
+// enter waits until a slot is free, the role owner holds fewer than ownerCap, and the run's ticket
+// (from start, in claim order) is the first of the role's runs waiting, and takes one; false when
+// the agent stopped meanwhile.
+func (s *Service) enter(owner uint32, ticket uint64) bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	for s.holding[owner] >= s.ownerCap() || s.held >= s.cfg.Slots {
+	defer s.slotFreed.Broadcast() // the role's next run may be the first now
+	for s.holding[owner] >= s.ownerCap() || s.held >= s.cfg.Slots || s.queued[owner][0] != ticket {
 		if s.runCtx.Err() != nil {
+			s.dequeue(owner, ticket)
 			return false
 		}
 		s.slotFreed.Wait()
 	}
+	s.dequeue(owner, ticket)
 	s.holding[owner]++
 	s.held++
 	return true
+}
+
+// queue gives a claimed run of owner its place among the role's runs waiting for a slot.
+func (s *Service) queue(owner uint32) uint64 {
+	s.tickets++
+	s.queued[owner] = append(s.queued[owner], s.tickets)
+	return s.tickets
+}
+
+// withdraw takes the ticket of a run that does not run out of owner's queue.
+func (s *Service) withdraw(owner uint32, ticket uint64) {
+	s.mu.Lock()
+	s.dequeue(owner, ticket)
+	s.mu.Unlock()
+	s.slotFreed.Broadcast()
+}
+
+// dequeue takes a ticket out of owner's queue.
+func (s *Service) dequeue(owner uint32, ticket uint64) {
+	q := slices.DeleteFunc(s.queued[owner], func(t uint64) bool { return t == ticket })
+	if len(q) == 0 {
+		delete(s.queued, owner)
+		return
+	}
+	s.queued[owner] = q
 }
 
 // leave gives back a slot of owner taken by enter.

@@ -2,4 +2,4 @@
 -- whatever the input left open (a line comment, a statement without its semicolon): the proof that
 -- the attempt ran, in the input's transaction, with the epoch, task id, attempt and token written
 -- in. Only the lines that are not comments are sent.
-CALL pgjobs.pgj_task_proof_(%d, %d, %d, '%s')
+SELECT pgjobs.pgj_task_proof_(%d, %d, %d, '%s')
