@@ -121,3 +121,24 @@ func TestTaskProofLeavesInputsAlone(t *testing.T) {
 		t.Errorf("the procedure that commits wrote %d rows (%v), want 2", rows, err)
 	}
 }
+
+// TestTaskOnAnEndedSessionRunsOnAnother (found by the chaos program): the owner's idle session
+// ended under the agent (a server restart, pg_terminate_backend); the next task, which would get
+// it, runs on another session instead of failing with the broken session before its input was
+// sent.
+func TestTaskOnAnEndedSessionRunsOnAnother(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	d := newTaskDB(t, nil)
+	first := d.insert(t, "input, delete", "SELECT 1", false)
+	d.waitTask(t, first, 20*time.Second, "DONE")
+	var ended int
+	if err := d.su.QueryRow(ctx, `SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity
+		WHERE usename = $1 AND datname = current_database() AND state = 'idle' AND application_name LIKE 'pgjobs%'`, d.role).Scan(&ended); err != nil || ended == 0 {
+		t.Fatalf("ended %d idle sessions of %s: %v", ended, d.role, err)
+	}
+	next := d.insert(t, "input, delete, retries", "SELECT 2", false, 0)
+	if r := d.waitTask(t, next, 20*time.Second, "DONE", "FAIL"); r.State != "DONE" || r.Attempt != 1 {
+		t.Fatalf("the task after the session ended: %s, attempt %d, error %q", r.State, r.Attempt, deref(r.Error))
+	}
+}

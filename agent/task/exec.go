@@ -25,10 +25,13 @@ type Result struct {
 	// Committed: the attempt's proof is known to have committed, though the agent lost its output
 	// (a task adopted from an agent gone): it is not retried.
 	Committed bool
+	// Unsent: the session failed before the input was sent (the guard's query found it ended):
+	// the task may run on another session.
+	Unsent bool
 }
 
-// execute runs begin, then, only if it succeeded, the input, each as a simple-protocol query of its
-// own on conn, and reads the input's answers into the task's output (docs/tasks.md): the result
+// execute runs begin, then, only if it succeeded, begun and the input, each query a simple-protocol
+// query of its own on conn, and reads the input's answers into the task's output (docs/tasks.md): the result
 // sets, command tags and COPY ... TO STDOUT text of each statement, in order. The first error ends
 // the query and the output keeps what came before it. COPY ... FROM STDIN fails: a task has no
 // data to send. When ctx ends the query is cancelled and the session is not given back.
@@ -39,7 +42,7 @@ type Result struct {
 // a procedure that commits) fails before any of its statements completed, with nothing committed:
 // it is then sent again alone, as psql would send it, and runs at least once rather than exactly
 // once.
-func execute(ctx context.Context, conn *pgconn.PgConn, begin, input, proof string, out *Output) Result {
+func execute(ctx context.Context, conn *pgconn.PgConn, begin, input, proof string, begun func(), out *Output) Result {
 	stop := context.AfterFunc(ctx, func() {
 		cancelCtx, cancel := context.WithTimeout(context.Background(), cancelGrace)
 		defer cancel()
@@ -47,7 +50,11 @@ func execute(ctx context.Context, conn *pgconn.PgConn, begin, input, proof strin
 		_ = conn.Conn().SetDeadline(time.Now().Add(cancelGrace))
 	})
 	r, _, _ := query(conn, begin, begin, false, NewOutput(out.f))
+	if r.Error != nil && r.Broken {
+		r.Unsent = true // the session had ended: the input never reached the server
+	}
 	if r.Error == nil {
+		begun()
 		if proof == "" {
 			r, _, _ = query(conn, input, input, false, out)
 		} else {

@@ -231,5 +231,5 @@ func runRemote(ctx context.Context, connString string, trusted bool, timeout tim
 	if timeout > 0 && ms == 0 {
 		ms = 1
 	}
-	return execute(ctx, conn, fmt.Sprintf("SET statement_timeout = %d", ms), input, "", out) // another server: no proof
+	return execute(ctx, conn, fmt.Sprintf("SET statement_timeout = %d", ms), input, "", func() {}, out) // another server: no proof
 }

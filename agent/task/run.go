@@ -67,10 +67,41 @@ func (s *Service) run(t sqlschema.ClaimedTask, key termKey, ticket uint64) {
 		return
 	}
 	defer s.leave(t.Owner)
+	if !s.current(key.epoch) {
+		// Claimed ahead by a term that ended before its turn came: the next leader runs it; this
+		// agent's next term resets it if it leads again.
+		s.logf(agentlog.LevelInfo, agentlog.StatusFiring, "task %d not started: the term that claimed it ended; it runs under the next leader", t.ID)
+		s.forget(t.ID)
+		s.needReset.Store(true)
+		return
+	}
 	if t.Remote != nil {
 		s.runRemote(t)
 		return
 	}
+	for try := 1; ; try++ {
+		r, start, stop, ran := s.runOnce(t, key)
+		if !ran {
+			return // the agent stopped: left for the next agent
+		}
+		if r.Unsent && try < sessionTries {
+			s.logf(agentlog.LevelInfo, agentlog.StatusFiring, "task %d: its session had ended before the input was sent; trying another", t.ID)
+			continue
+		}
+		s.end(t, start, stop, r)
+		return
+	}
+}
+
+// sessionTries is how many sessions a run tries when the one it got had ended (the server
+// restarted, say) before its input was sent.
+const sessionTries = 3
+
+// runOnce runs a task on a session of its owner, and gives the session back as soon as the input
+// has run, before the end is written; false when the agent stopped meanwhile (the task is left
+// for the next agent). The start (WORK, with the session's backend) is written once the guard
+// ran on the session.
+func (s *Service) runOnce(t sqlschema.ClaimedTask, key termKey) (r Result, start, stop time.Time, ran bool) {
 	owner := *t.OwnerName
 	session, err := s.cfg.Sessions.Acquire(s.runCtx, owner, sessions.Hooks{
 		Waiting: func(ahead int) {
@@ -81,12 +112,11 @@ func (s *Service) run(t sqlschema.ClaimedTask, key termKey, ticket uint64) {
 		if s.runCtx.Err() != nil {
 			s.logf(agentlog.LevelInfo, agentlog.StatusStopping, "task %d not started: the agent stopped; it runs under the next agent", t.ID)
 			s.forget(t.ID)
-			return
+			return r, start, stop, false
 		}
 		now := s.cfg.Clock.Now()
 		text := AgentErrorText(fmt.Sprintf("task %d: no session as %s: %v", t.ID, owner, err), t.Input)
-		s.end(t, now, now, Result{Error: &text})
-		return
+		return Result{Error: &text}, now, now, true
 	}
 	given := false // back to the budget: a panic before it closes the session, not leaking it
 	defer func() {
@@ -97,11 +127,13 @@ func (s *Service) run(t sqlschema.ClaimedTask, key termKey, ticket uint64) {
 			panic(p) // to start's handler, which ends the task
 		}
 	}()
-	start := s.cfg.Clock.Now()
-	s.writes.start(sqlschema.TaskStarted{ID: t.ID, Attempt: t.Attempt, PID: session.PID, Start: start})
-	s.logf(agentlog.LevelInfo, agentlog.StatusFiring, "task %d started as %s (attempt %d)", t.ID, owner, t.Attempt)
-	r := execute(s.runCtx, session.Conn.PgConn(), sqlschema.TaskBeginSQL(t.ID, t.Owner, t.Timeout), t.Input, key.proof(t.ID, t.Attempt, session.PID), NewOutput(t.Format))
-	stop := s.cfg.Clock.Now()
+	start = s.cfg.Clock.Now()
+	begun := func() {
+		s.writes.start(sqlschema.TaskStarted{ID: t.ID, Attempt: t.Attempt, PID: session.PID, Start: start})
+		s.logf(agentlog.LevelInfo, agentlog.StatusFiring, "task %d started as %s (attempt %d)", t.ID, owner, t.Attempt)
+	}
+	r = execute(s.runCtx, session.Conn.PgConn(), sqlschema.TaskBeginSQL(t.ID, t.Owner, t.Timeout), t.Input, key.proof(t.ID, t.Attempt, session.PID), begun, NewOutput(t.Format))
+	stop = s.cfg.Clock.Now()
 	given = true
 	if s.runCtx.Err() != nil {
 		// The agent stopped and its grace ended: the run was cancelled, not failed. Its row stays
@@ -109,7 +141,7 @@ func (s *Service) run(t sqlschema.ClaimedTask, key termKey, ticket uint64) {
 		session.Close()
 		s.forget(t.ID)
 		s.logf(agentlog.LevelError, agentlog.StatusStopping, "task %d cancelled by the agent's stop; it runs again under the next agent", t.ID)
-		return
+		return r, start, stop, false
 	}
 	switch {
 	case r.Broken:
@@ -121,7 +153,7 @@ func (s *Service) run(t sqlschema.ClaimedTask, key termKey, ticket uint64) {
 	default:
 		session.Release()
 	}
-	s.end(t, start, stop, r)
+	return r, start, stop, true
 }
 
 // end queues the end of a task's attempt: a retry when it failed with attempts left and a failure

@@ -8,7 +8,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -68,6 +67,7 @@ type Service struct {
 	held      int                 // the slots all runs hold
 	queued    map[uint32][]uint64 // each role\'s runs waiting for a slot, in claim order
 	tickets   uint64
+	live      int64         // the epoch of the term serving now, 0 when none
 	slotFreed *sync.Cond    // a role gave a slot back (on mu)
 	key       termKey       // the proofs' key of the term the runs start in
 	freed     chan struct{} // runs ended or ends were written: the loop may claim more
@@ -75,6 +75,7 @@ type Service struct {
 	// Since when the loop has been away from its wait, or failing, and since when the writes have
 	// been failing (Unix ns, 0 when not): the term's Progress is the earlier.
 	lookSince, writeSince atomic.Int64
+	needReset             atomic.Bool // runs claimed by an ended term were left: reset them
 }
 
 // trouble marks since (lookSince or writeSince) busy from now, unless it is already, and publishes
@@ -128,106 +129,6 @@ func (s *Service) mine() []int64 {
 	return ids
 }
 
-// The tasks the service holds claimed are more than its slots, so that a slot freed by a run's end
-// is taken at once by a task claimed before, without a claim's commit in between, and the ends are
-// written many at a time: claimAhead × slots claimed and not run yet or running, and at most
-// unwrittenPerSlot × slots claimed whose end is not written yet.
-const (
-	claimAhead       = 4
-	unwrittenPerSlot = 16
-)
-
-// free returns how many more tasks the service may claim.
-func (s *Service) free() int {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return max(0, min(claimAhead*s.cfg.Slots-s.pending, unwrittenPerSlot*s.cfg.Slots-len(s.running)))
-}
-
-// ownerCap is the most slots one role's tasks hold at once: all slots but one, so that another
-// role's task finds a slot while one role's long tasks run.
-func (s *Service) ownerCap() int { return max(1, s.cfg.Slots-1) }
-
-// claimCap is the most tasks of one role the claim may hold claimed or running, as the table counts
-// them (the ends not written yet among them): its share of the claim ahead, beside ownerCap in
-// the slots.
-func (s *Service) claimCap() int {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return claimAhead*s.cfg.Slots - 1 + (len(s.running) - s.pending)
-}
-
-// enter waits until a slot is free, the role owner holds fewer than ownerCap, and the run's ticket
-// (from start, in claim order) is the first of the role's runs waiting, and takes one; false when
-// the agent stopped meanwhile.
-func (s *Service) enter(owner uint32, ticket uint64) bool {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	defer s.slotFreed.Broadcast() // the role's next run may be the first now
-	for s.holding[owner] >= s.ownerCap() || s.held >= s.cfg.Slots || s.queued[owner][0] != ticket {
-		if s.runCtx.Err() != nil {
-			s.dequeue(owner, ticket)
-			return false
-		}
-		s.slotFreed.Wait()
-	}
-	s.dequeue(owner, ticket)
-	s.holding[owner]++
-	s.held++
-	return true
-}
-
-// queue gives a claimed run of owner its place among the role's runs waiting for a slot.
-func (s *Service) queue(owner uint32) uint64 {
-	s.tickets++
-	s.queued[owner] = append(s.queued[owner], s.tickets)
-	return s.tickets
-}
-
-// withdraw takes the ticket of a run that does not run out of owner's queue.
-func (s *Service) withdraw(owner uint32, ticket uint64) {
-	s.mu.Lock()
-	s.dequeue(owner, ticket)
-	s.mu.Unlock()
-	s.slotFreed.Broadcast()
-}
-
-// dequeue takes a ticket out of owner's queue.
-func (s *Service) dequeue(owner uint32, ticket uint64) {
-	q := slices.DeleteFunc(s.queued[owner], func(t uint64) bool { return t == ticket })
-	if len(q) == 0 {
-		delete(s.queued, owner)
-		return
-	}
-	s.queued[owner] = q
-}
-
-// leave gives back a slot of owner taken by enter.
-func (s *Service) leave(owner uint32) {
-	s.mu.Lock()
-	s.held--
-	if s.holding[owner]--; s.holding[owner] <= 0 {
-		delete(s.holding, owner)
-	}
-	s.mu.Unlock()
-	s.slotFreed.Broadcast()
-}
-
-// ran marks a claimed task's run as over (its end queued, or left to the next agent): it no longer
-// counts as pending, and the loop may claim again once a quarter of the claim ahead is free.
-func (s *Service) ran() {
-	s.mu.Lock()
-	s.pending--
-	wake := s.pending <= (claimAhead*s.cfg.Slots)*3/4
-	s.mu.Unlock()
-	if wake {
-		select {
-		case s.freed <- struct{}{}:
-		default:
-		}
-	}
-}
-
 // Wait waits until the runs in flight have ended.
 func (s *Service) Wait() { s.runs.Wait() }
 
@@ -267,6 +168,8 @@ func (s *Service) Run(ctx context.Context, t Term) error {
 		})
 	}()
 	s.writes.wake() // ends left from the term before
+	s.setLive(t.Epoch)
+	defer s.setLive(0) // after the drain: a soft stop runs what it claimed
 	err := s.serve(loopCtx, t, writerDone)
 	stopLoop()
 	<-writerDone
@@ -339,6 +242,9 @@ const retryLook = time.Second
 func (s *Service) look(ctx context.Context, t Term, resetNeeded *bool, resetDue *<-chan time.Time) (time.Duration, error) {
 	if err := s.keyTerm(ctx, t); err != nil {
 		return 0, err
+	}
+	if s.needReset.Swap(false) {
+		*resetNeeded = true // runs of an earlier term left their claims
 	}
 	if *resetNeeded {
 		n, running, err := sqlschema.TaskReset(ctx, t.Records, t.Epoch, s.mine())
