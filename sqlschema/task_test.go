@@ -169,3 +169,30 @@ func TestTaskClaimSeesPastAFutureBacklog(t *testing.T) {
 		t.Fatalf("claimed %q, want alice's ready task and bob's", inputs)
 	}
 }
+
+// TestTaskClaimFindsFreeGroupsBehindFullOnes: 300 of alice's ready tasks wait in a group whose one
+// place is taken, ahead of her tasks in five other groups in claim order; the claim still finds
+// those five (the walk over her groups), and never the full group's.
+func TestTaskClaimFindsFreeGroupsBehindFullOnes(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	db := enabledDatabase(t)
+	alice := cluster.NewRole(t, "alice", db)
+	mustExec(t, cluster.ConnectAs(t, db, alice), `INSERT INTO task ("group", input) SELECT 'full', 'SELECT 1' FROM generate_series(1, 300);
+		INSERT INTO task ("group", input) SELECT 'free' || g, 'SELECT 2' FROM generate_series(1, 5) g`)
+	admin := cluster.Connect(t, db)
+	if first, err := sqlschema.TaskClaim(ctx, admin, 0, 1, 100); err != nil || len(first) != 1 || first[0].Input != "SELECT 1" {
+		t.Fatalf("first claim = %+v, %v; want the full group's head", first, err)
+	}
+	claimed, err := sqlschema.TaskClaim(ctx, admin, 0, 8, 100)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var inputs []string
+	for _, c := range claimed {
+		inputs = append(inputs, c.Input)
+	}
+	if len(inputs) != 5 || slices.Contains(inputs, "SELECT 1") {
+		t.Fatalf("claimed %q, want the five tasks of the free groups", inputs)
+	}
+}

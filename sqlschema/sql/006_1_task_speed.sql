@@ -148,8 +148,82 @@ $$;
 DROP FUNCTION pgjobs.pgj_task_end_(bigint, bigint, int, timestamptz, timestamptz, text, text, timestamptz, timestamptz, timestamptz);
 REVOKE ALL ON FUNCTION pgjobs.pgj_task_ends_(bigint, bigint[], int[], timestamptz[], timestamptz[], text[], text[], timestamptz[], timestamptz[], timestamptz[]) FROM PUBLIC;
 
+-- Where each role's walk over its groups stopped (pgj_task_walk_), so that the next claim goes on
+-- from there and every group is reached in turn.
+CREATE TABLE pgjobs_agent.task_walk (
+    owner oid PRIMARY KEY,
+    "group" text NOT NULL,
+    remote text NOT NULL
+);
+REVOKE ALL ON pgjobs_agent.task_walk FROM PUBLIC;
+
+-- pgj_task_walk_ returns the first waiting rows of up to p_want of role p_owner's groups that are
+-- ready (planned by now) and have a free place, walking at most p_steps of its groups with
+-- waiting rows, in the order of their names, on from where the last walk stopped. Each step is
+-- two index probes: however many rows wait in full groups, their groups are passed in one step
+-- each, and the tasks of free groups are found behind them.
+CREATE FUNCTION pgjobs.pgj_task_walk_(p_owner oid, p_want int, p_steps int) RETURNS SETOF bigint
+LANGUAGE plpgsql ROWS 8
+SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+    g text;
+    r text;
+    start_g text;
+    start_r text;
+    wrapped boolean := false;
+    head record;
+    busy bigint;
+    taken int := 0;
+BEGIN
+    SELECT w."group", w.remote INTO start_g, start_r FROM pgjobs_agent.task_walk w WHERE w.owner = p_owner;
+    g := start_g;
+    r := start_r;
+    FOR step IN 1 .. p_steps LOOP
+        IF g IS NULL THEN
+            SELECT t."group", coalesce(t.remote, '') INTO g, r FROM pgjobs.task t
+            WHERE t.state = 'PLAN' AND t.owner = p_owner
+            ORDER BY t."group", coalesce(t.remote, '') LIMIT 1;
+        ELSE
+            SELECT t."group", coalesce(t.remote, '') INTO g, r FROM pgjobs.task t
+            WHERE t.state = 'PLAN' AND t.owner = p_owner AND (t."group", coalesce(t.remote, '')) > (g, r)
+            ORDER BY t."group", coalesce(t.remote, '') LIMIT 1;
+            IF NOT FOUND THEN
+                IF wrapped OR start_g IS NULL THEN
+                    EXIT;
+                END IF;
+                wrapped := true;
+                g := NULL;
+                CONTINUE;
+            END IF;
+        END IF;
+        EXIT WHEN g IS NULL OR (wrapped AND (g, r) > (start_g, start_r)); -- the start's group once more: its head may not have been taken
+        SELECT t.id, t.plan, t.max INTO head FROM pgjobs.task t
+        WHERE t.state = 'PLAN' AND t.owner = p_owner AND t."group" = g AND coalesce(t.remote, '') = r
+        ORDER BY t.priority DESC, t.max DESC, t.id LIMIT 1;
+        IF head.plan <= now() THEN
+            SELECT count(*) INTO busy FROM pgjobs.task b
+            WHERE b.state IN ('TAKE', 'WORK') AND b.owner = p_owner AND b."group" = g AND coalesce(b.remote, '') = r;
+            IF (head.max >= 0 AND busy <= head.max) OR (head.max < 0 AND busy = 0) THEN
+                RETURN NEXT head.id;
+                taken := taken + 1;
+                EXIT WHEN taken >= p_want;
+            END IF;
+        END IF;
+    END LOOP;
+    IF g IS NOT NULL THEN
+        INSERT INTO pgjobs_agent.task_walk (owner, "group", remote) VALUES (p_owner, g, r)
+        ON CONFLICT (owner) DO UPDATE SET "group" = excluded."group", remote = excluded.remote;
+    END IF;
+END
+$$;
+REVOKE ALL ON FUNCTION pgjobs.pgj_task_walk_(oid, int, int) FROM PUBLIC;
+
 -- pgj_task_claim_ as in version 5 (see there), with each group's running tasks and first waiting
--- row, and each role's claimed or running tasks, counted once instead of once per candidate.
+-- row, and each role's claimed or running tasks, counted once instead of once per candidate; and
+-- among each role's candidates the first rows of its groups that have a free place, found by a
+-- walk over its groups (pgj_task_walk_), so that a backlog in full groups, however long, does not
+-- hide the tasks of its free groups.
 CREATE OR REPLACE FUNCTION pgjobs.pgj_task_claim_(p_epoch bigint, p_slots int, p_owner_cap int)
 RETURNS TABLE (id bigint, attempt int, owner oid, owner_name text, owner_super boolean, owner_login boolean,
                input text, timeout interval, plan timestamptz, repeat interval, drift boolean, max int,
@@ -190,6 +264,10 @@ BEGIN
             UNION ALL
             (SELECT x.id, x.owner, x."group", coalesce(x.remote, ''), x.priority, x.max FROM pgjobs.task x
              WHERE x.state = 'PLAN' AND x.owner = owners.o AND x.plan <= now() ORDER BY x.plan LIMIT p_slots)
+            UNION ALL
+            -- and the first rows of its ready groups with a free place, found past its full ones
+            (SELECT x.id, x.owner, x."group", coalesce(x.remote, ''), x.priority, x.max
+             FROM pgjobs.pgj_task_walk_(owners.o, p_slots, 64) AS w(id) JOIN pgjobs.task x ON x.id = w.id)
         ) c
     ),
     -- Each candidate group's running tasks, and its first waiting row, ready or not: a
