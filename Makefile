@@ -19,7 +19,7 @@ ARCH        ?= $(shell $(GO) env GOARCH)
 DEB_VERSION ?= 0~$(shell git log -1 --format=%cd --date=format:%Y%m%d%H%M%S 2>/dev/null || date -u +%Y%m%d%H%M%S).$(COMMIT)
 
 .DEFAULT_GOAL := help
-.PHONY: help deps build test vet staticcheck bench fuzz demo clean dist install deb test-install
+.PHONY: help deps build test vet staticcheck bench chaos fuzz demo clean dist install deb test-install
 
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-12s %s\n", $$1, $$2}'
@@ -52,9 +52,13 @@ test: vet staticcheck ## go vet, staticcheck and go test -race ./... (tests star
 demo: build ## run the agent on a throwaway cluster with sample jobs until Ctrl-C (DEMO_ARGS=--for=90s to stop by itself)
 	$(GO) run ./internal/demo -bin bin $(DEMO_ARGS)
 
-bench: ## run the benchmarks and print their figures (schedule Next beside robfig/cron; the agent on a throwaway cluster with a real server's settings, ~15 min)
+bench: ## run the benchmarks and print their figures (schedule Next beside robfig/cron; jobs and tasks on throwaway clusters with a real server's settings, River beside the tasks; ~35 min)
 	$(GO) test -run '^$$' -bench . -benchmem ./schedule | $(GO) run ./bench/ratio
 	$(GO) run ./bench/agentbench
+	$(GO) run ./bench/taskbench
+
+chaos: ## run 10,000 tasks through two built agents while agents, a task's backend and the server are killed; check the outcome (~3 min)
+	$(GO) run ./bench/taskchaos
 
 fuzz: ## run every fuzz target for FUZZTIME (default 20s)
 	@grep -rl --include='*_test.go' '^func Fuzz' . | while read -r file; do \

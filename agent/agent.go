@@ -61,6 +61,9 @@ type Options struct {
 	// OnTasksWritten, when not nil, is called after starts or ends of tasks were written, with the
 	// database's id: a hook for tests.
 	OnTasksWritten func(id int)
+	// OnTasksClaimed, when not nil, is called after each claim of tasks with the database's id,
+	// how long the claim took and how many tasks it claimed: a hook for the benchmark.
+	OnTasksClaimed func(id int, took time.Duration, claimed int)
 	// OnReload, when not nil, is called after each reload of a database agent's jobs on a change
 	// notification, with the database's id: a hook for tests.
 	OnReload func(id int)

@@ -70,6 +70,11 @@ func newDBAgent(db Database, opt Options, runCtx context.Context, budget *sessio
 				opt.OnTasksWritten(db.ID)
 			}
 		},
+		OnClaimed: func(took time.Duration, claimed int) {
+			if opt.OnTasksClaimed != nil {
+				opt.OnTasksClaimed(db.ID, took, claimed)
+			}
+		},
 	})
 	a.jobs = jobs.New(runCtx, jobs.Config{
 		Name: opt.Name, Clock: opt.Clock, Location: opt.Location, Log: a.log,

@@ -35,6 +35,8 @@ type Config struct {
 	Slots    int            // tasks run at once, at most
 	// OnWritten, if not nil, is called after starts or ends of tasks were written.
 	OnWritten func()
+	// OnClaimed, if not nil, is called after each claim with how long it took and what it claimed.
+	OnClaimed func(took time.Duration, claimed int)
 }
 
 // Term is what a leadership term gives the task service.
@@ -273,6 +275,9 @@ func (s *Service) look(ctx context.Context, t Term, resetNeeded *bool, resetDue 
 	if err != nil {
 		*resetNeeded = true // rows it may have claimed before failing are put back by the next look
 		return 0, err
+	}
+	if s.cfg.OnClaimed != nil {
+		s.cfg.OnClaimed(time.Since(asked), len(claimed))
 	}
 	for _, task := range claimed {
 		s.start(task)
