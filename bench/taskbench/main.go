@@ -132,7 +132,9 @@ func (e *env) newDatabase(ctx context.Context, prefix string) (string, error) {
 	return name, nil
 }
 
-func (e *env) connect(ctx context.Context, db string) (*pgx.Conn, error) { return e.connectAs(ctx, db, "") }
+func (e *env) connect(ctx context.Context, db string) (*pgx.Conn, error) {
+	return e.connectAs(ctx, db, "")
+}
 
 // connectAs connects to db as role ("": the cluster's superuser).
 func (e *env) connectAs(ctx context.Context, db, role string) (*pgx.Conn, error) {
