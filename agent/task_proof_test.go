@@ -34,7 +34,7 @@ func TestTaskProvenByAnAgentGoneIsNotRunAgain(t *testing.T) {
 	if err := sqlschema.TaskKey(ctx, db.conn, 0, key); err != nil {
 		t.Fatal(err)
 	}
-	claimed, err := sqlschema.TaskClaim(ctx, db.conn, 0, 8, 7)
+	claimed, err := sqlschema.TaskClaim(ctx, db.conn, 0, 8, 7, nil)
 	if err != nil || len(claimed) != 3 {
 		t.Fatalf("claim = %d tasks, %v", len(claimed), err)
 	}

@@ -41,7 +41,7 @@ func TestTaskProof(t *testing.T) {
 		return id
 	}
 	claim := func(want int64) sqlschema.ClaimedTask {
-		claimed, err := sqlschema.TaskClaim(ctx, admin, 0, 8, 7)
+		claimed, err := sqlschema.TaskClaim(ctx, admin, 0, 8, 7, nil)
 		if err != nil || len(claimed) != 1 || claimed[0].ID != want {
 			t.Fatalf("claim = %+v, %v; want task %d", claimed, err, want)
 		}

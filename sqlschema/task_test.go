@@ -37,7 +37,7 @@ func TestTaskTableRefusesWhatUsersMayNotDo(t *testing.T) {
 		{"INSERT INTO task (input, state) VALUES ('SELECT 1', 'WORK')", "23514", "a new task is PLAN or STOP"},
 		{fmt.Sprintf("UPDATE task SET state = 'DONE' WHERE id = %d", own), "23514", fmt.Sprintf("task %d: the state cannot change from PLAN to DONE", own)},
 		{fmt.Sprintf("SET pgjobs.task_writer = 'agent'; UPDATE task SET state = 'TAKE' WHERE id = %d", own), "23514", "cannot change from PLAN to TAKE"},
-		{"SELECT * FROM pgjobs.pgj_task_claim_(0, 10, 10)", "42501", "permission denied"},
+		{"SELECT * FROM pgjobs.pgj_task_claim_(0, 10, 10, '{}')", "42501", "permission denied"},
 		{fmt.Sprintf("SELECT * FROM pgjobs.pgj_task_ends_(0, '{%d}', '{1}', '{now}', '{now}', '{x}', '{NULL}', '{NULL}', '{NULL}', '{NULL}')", bobTask), "42501", "permission denied"},
 		{"SELECT pgjobs.pgj_task_reset_(0, '{}')", "42501", "permission denied"},
 		{fmt.Sprintf("SELECT pgjobs.pgj_task_begin_(%d, %d, 0)", bobTask, bobOid), "42501", "not as the task's owner"},
@@ -157,7 +157,7 @@ func TestTaskClaimSeesPastAFutureBacklog(t *testing.T) {
 		SELECT 'later' || g, 10, now() + interval '1 day', 'SELECT 1' FROM generate_series(1, 300) g;
 		INSERT INTO task (input) VALUES ('SELECT ''ready''')`)
 	mustExec(t, cluster.ConnectAs(t, db, bob), "INSERT INTO task (input) VALUES ('SELECT ''bob''')")
-	claimed, err := sqlschema.TaskClaim(ctx, cluster.Connect(t, db), 0, 8, 7)
+	claimed, err := sqlschema.TaskClaim(ctx, cluster.Connect(t, db), 0, 8, 7, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -181,10 +181,10 @@ func TestTaskClaimFindsFreeGroupsBehindFullOnes(t *testing.T) {
 	mustExec(t, cluster.ConnectAs(t, db, alice), `INSERT INTO task ("group", input) SELECT 'full', 'SELECT 1' FROM generate_series(1, 300);
 		INSERT INTO task ("group", input) SELECT 'free' || g, 'SELECT 2' FROM generate_series(1, 5) g`)
 	admin := cluster.Connect(t, db)
-	if first, err := sqlschema.TaskClaim(ctx, admin, 0, 1, 100); err != nil || len(first) != 1 || first[0].Input != "SELECT 1" {
+	if first, err := sqlschema.TaskClaim(ctx, admin, 0, 1, 100, nil); err != nil || len(first) != 1 || first[0].Input != "SELECT 1" {
 		t.Fatalf("first claim = %+v, %v; want the full group's head", first, err)
 	}
-	claimed, err := sqlschema.TaskClaim(ctx, admin, 0, 8, 100)
+	claimed, err := sqlschema.TaskClaim(ctx, admin, 0, 8, 100, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -110,7 +110,7 @@ func query(conn *pgconn.PgConn, text, statement string, proof bool, out *Output)
 	for {
 		msg, err := conn.ReceiveMessage(context.Background())
 		if err != nil {
-			release()
+			held = nil // the proof's, its query cut short: not part of the output
 			if r.Error != nil { // the server's error (FATAL) came first, then the session ended
 				r.Output, r.Broken = out.Text(), true
 				return r, completed, pgErr
@@ -158,7 +158,9 @@ func query(conn *pgconn.PgConn, text, statement string, proof bool, out *Output)
 			out.Done(string(m.CommandTag), resultSet)
 			resultSet = false
 		case *pgproto3.ErrorResponse:
-			release()
+			// A result held is the proof's, which failed or whose commit did (a deferred
+			// constraint, a serialization failure): not part of the output.
+			held = nil
 			pgErr = pgconn.ErrorResponseToPgError(m)
 			text := ErrorText(pgErr, statement)
 			r.Error, r.SQLState = &text, pgErr.Code

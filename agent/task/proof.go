@@ -59,7 +59,7 @@ func (s *Service) adopt(ctx context.Context, t Term) error {
 	}
 	for _, a := range adopted {
 		s.mu.Lock()
-		s.running[a.ID] = true
+		s.running[a.ID] = runEntry{attempt: a.Attempt, ended: true}
 		s.mu.Unlock()
 		now := s.cfg.Clock.Now()
 		start := now

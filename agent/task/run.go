@@ -15,7 +15,7 @@ import (
 // under the key of the term that claimed it.
 func (s *Service) start(t sqlschema.ClaimedTask) {
 	s.mu.Lock()
-	s.running[t.ID] = true
+	s.running[t.ID] = runEntry{attempt: t.Attempt}
 	s.pending++
 	key := s.key
 	ticket := s.queue(t.Owner)
@@ -23,7 +23,7 @@ func (s *Service) start(t sqlschema.ClaimedTask) {
 	s.runs.Add(1)
 	go func() {
 		defer s.runs.Done()
-		defer s.ran()
+		defer s.ran(t.ID)
 		defer func() {
 			if p := recover(); p != nil { // a defect must not end the agent and every database's jobs
 				s.withdraw(t.Owner, ticket) // if it panicked before its turn

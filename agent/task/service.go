@@ -63,7 +63,7 @@ type Service struct {
 	writes *writer
 
 	mu        sync.Mutex
-	running   map[int64]bool      // tasks claimed by this agent whose end is not written yet
+	running   map[int64]runEntry  // tasks claimed by this agent whose end is not written yet
 	pending   int                 // of those, the tasks not run yet or running
 	holding   map[uint32]int      // the slots each role's runs hold
 	held      int                 // the slots all runs hold
@@ -106,7 +106,7 @@ func New(runCtx context.Context, cfg Config) *Service {
 	if cfg.Slots < 1 {
 		cfg.Slots = 1
 	}
-	s := &Service{cfg: cfg, runCtx: runCtx, writes: newWriter(), running: map[int64]bool{}, holding: map[uint32]int{}, queued: map[uint32][]uint64{}, freed: make(chan struct{}, 1)}
+	s := &Service{cfg: cfg, runCtx: runCtx, writes: newWriter(), running: map[int64]runEntry{}, holding: map[uint32]int{}, queued: map[uint32][]uint64{}, freed: make(chan struct{}, 1)}
 	s.slotFreed = sync.NewCond(&s.mu)
 	context.AfterFunc(runCtx, func() { // the runs waiting for a slot give up
 		s.mu.Lock() // no waiter misses the broadcast between its check and its wait
@@ -271,7 +271,7 @@ func (s *Service) look(ctx context.Context, t Term, resetNeeded *bool, resetDue 
 		return 0, err
 	}
 	asked := time.Now()
-	claimed, err := sqlschema.TaskClaim(ctx, t.Records, t.Epoch, s.free(), s.claimCap())
+	claimed, err := sqlschema.TaskClaim(ctx, t.Records, t.Epoch, s.free(), s.claimCap(), s.ended())
 	if err != nil {
 		*resetNeeded = true // rows it may have claimed before failing are put back by the next look
 		return 0, err
@@ -321,7 +321,9 @@ func (s *Service) drain(t Term) {
 func (s *Service) written(ends []sqlschema.TaskEnd) {
 	s.mu.Lock()
 	for _, e := range ends {
-		delete(s.running, e.ID)
+		if r, ok := s.running[e.ID]; ok && r.attempt == e.Attempt { // not a later attempt's, claimed meanwhile
+			delete(s.running, e.ID)
+		}
 	}
 	s.mu.Unlock()
 	select {

@@ -24,13 +24,28 @@ func (s *Service) free() int {
 // role's task finds a slot while one role's long tasks run.
 func (s *Service) ownerCap() int { return max(1, s.cfg.Slots-1) }
 
-// claimCap is the most tasks of one role the claim may hold claimed or running, as the table counts
-// them (the ends not written yet among them): its share of the claim ahead, beside ownerCap in
-// the slots.
-func (s *Service) claimCap() int {
+// claimCap is the most tasks of one role the claim may hold claimed and not ended: all the claim
+// ahead but one place, beside ownerCap in the slots.
+func (s *Service) claimCap() int { return claimAhead*s.cfg.Slots - 1 }
+
+// runEntry is a task the service claimed and has not written the end of.
+type runEntry struct {
+	attempt int
+	ended   bool // its run is over, its end not written yet
+}
+
+// ended returns the tasks whose run is over and whose end is not written yet: the claim does not
+// count them as their role's.
+func (s *Service) ended() []int64 {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return claimAhead*s.cfg.Slots - 1 + (len(s.running) - s.pending)
+	ids := []int64{}
+	for id, r := range s.running {
+		if r.ended {
+			ids = append(ids, id)
+		}
+	}
+	return ids
 }
 
 // enter waits until a slot is free, the role owner holds fewer than ownerCap, and the run's ticket
@@ -91,9 +106,13 @@ func (s *Service) leave(owner uint32) {
 
 // ran marks a claimed task's run as over (its end queued, or left to the next agent): it no longer
 // counts as pending, and the loop may claim again once a quarter of the claim ahead is free.
-func (s *Service) ran() {
+func (s *Service) ran(id int64) {
 	s.mu.Lock()
 	s.pending--
+	if r, ok := s.running[id]; ok {
+		r.ended = true
+		s.running[id] = r
+	}
 	wake := s.pending <= (claimAhead*s.cfg.Slots)*3/4
 	s.mu.Unlock()
 	if wake {

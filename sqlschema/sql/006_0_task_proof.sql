@@ -75,6 +75,23 @@ BEGIN
 END
 $$;
 
+-- pgj_task_work_ as in version 5, but it locks FOR NO KEY UPDATE, which a proof's lock (FOR KEY
+-- SHARE) allows: the start of a task that ends within milliseconds is written, not skipped.
+CREATE OR REPLACE FUNCTION pgjobs.pgj_task_work_(p_epoch bigint, p_ids bigint[], p_attempts int[], p_pids int[], p_starts timestamptz[])
+RETURNS void
+LANGUAGE plpgsql
+SET search_path = pg_catalog, pg_temp
+SET lock_timeout = '200ms'
+AS $$
+BEGIN
+    PERFORM pgjobs.pgj_task_lead_(p_epoch);
+    UPDATE pgjobs.task t SET state = 'WORK', pid = w.pid, start = w.start
+    FROM unnest(p_ids, p_attempts, p_pids, p_starts) AS w(id, attempt, pid, start)
+    WHERE t.id = w.id AND t.attempt = w.attempt AND t.state = 'TAKE'
+      AND t.id IN (SELECT y.id FROM pgjobs.task y WHERE y.id = ANY (p_ids) FOR NO KEY UPDATE SKIP LOCKED);
+END
+$$;
+
 -- pgj_task_reset_ as in version 5, but a task whose attempt committed its proof is not put back:
 -- pgj_task_adopt_ hands it to the agent, which ends it.
 CREATE OR REPLACE FUNCTION pgjobs.pgj_task_reset_(p_epoch bigint, p_mine bigint[], OUT reset int, OUT running int)
@@ -99,8 +116,8 @@ END
 $$;
 
 -- pgj_task_adopt_ returns the tasks claimed or running (not p_mine) whose attempt committed its
--- proof, and whose session has ended: the agent that ran them died or lost the lead before writing
--- their end. The calling agent ends them (pgj_task_ends_), DONE: their work is done once.
+-- proof: the agent that ran them died or lost the lead before writing their end (the input's
+-- transaction committed, so its session, alive or not, does nothing more of it). The calling agent ends them (pgj_task_ends_), DONE: their work is done once.
 CREATE FUNCTION pgjobs.pgj_task_adopt_(p_epoch bigint, p_mine bigint[])
 RETURNS TABLE (id bigint, attempt int, owner oid, owner_name text, owner_super boolean, owner_login boolean,
                input text, timeout interval, plan timestamptz, repeat interval, drift boolean, max int,
@@ -123,7 +140,6 @@ BEGIN
     WHERE c.id IN (SELECT y.id FROM pgjobs.task y
                    WHERE y.state IN ('TAKE', 'WORK') AND y.id <> ALL (p_mine)
                      AND EXISTS (SELECT FROM pgjobs_agent.task_proof p WHERE p.id = y.id AND p.attempt = y.attempt)
-                     AND (y.pid IS NULL OR NOT EXISTS (SELECT FROM pg_catalog.pg_stat_activity a WHERE a.pid = y.pid))
                    FOR UPDATE SKIP LOCKED)
     ORDER BY c.id;
 END

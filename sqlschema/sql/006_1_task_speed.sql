@@ -97,11 +97,13 @@ BEGIN
     SELECT coalesce(array_agg(l.id), '{}') INTO locked FROM (
         SELECT x.id FROM pgjobs.task x JOIN unnest(p_ids, p_attempts) AS e(id, attempt) ON e.id = x.id AND e.attempt = x.attempt
         WHERE x.state IN ('TAKE', 'WORK') FOR UPDATE OF x SKIP LOCKED) l;
+    -- locked holds the ids whose row is in the attempt of an end of the batch; below, each end is
+    -- matched on (id, attempt), so that a stale end of the same id (an earlier attempt) is not.
     -- An attempt whose proof committed ends DONE, whatever the agent saw.
     WITH gone AS (
         DELETE FROM pgjobs_agent.task_proof p USING unnest(p_ids, p_attempts) AS e(id, attempt)
-        WHERE p.id = e.id AND p.id = ANY (locked) RETURNING p.id, p.attempt, e.attempt AS ended)
-    SELECT coalesce(array_agg(gone.id) FILTER (WHERE gone.attempt = gone.ended), '{}') INTO proven FROM gone;
+        WHERE p.id = e.id AND p.attempt = e.attempt AND p.id = ANY (locked) RETURNING p.id)
+    SELECT coalesce(array_agg(gone.id), '{}') INTO proven FROM gone;
     UPDATE pgjobs.task x
     SET state = CASE WHEN e.error IS NULL OR x.id = ANY (proven) THEN 'DONE'
                      WHEN e.retry_at IS NOT NULL THEN 'PLAN' ELSE 'FAIL' END::pgjobs.task_state,
@@ -119,12 +121,12 @@ BEGIN
     SELECT t.id, e.next_plan, t.active, t.live, t.repeat, t.timeout, t.count, t.max, t.delete, t.drift, t.header, t.string,
            t.delimiter, t.escape, t.quote, t."null", t.save, t.data, t."group", t.input, t.remote, t.owner, t.priority,
            t.retries, t.retry_delay, CASE WHEN t.drift THEN e.next_plan ELSE coalesce(t.origin, t.plan) END
-    FROM pgjobs.task t JOIN unnest(p_ids, p_next_plans) AS e(id, next_plan) ON e.id = t.id
+    FROM pgjobs.task t JOIN unnest(p_ids, p_attempts, p_next_plans) AS e(id, attempt, next_plan) ON e.id = t.id AND e.attempt = t.attempt
     WHERE t.id = ANY (locked) AND t.state IN ('DONE', 'FAIL') AND t.repeat > interval '0' AND e.next_plan IS NOT NULL
     ORDER BY t.id;
     -- The next waiting task of each negative-max group that ended a task: no earlier than its pause.
     FOR s IN SELECT t.owner, t."group", coalesce(t.remote, '') AS remote, max(e.space_at) AS space_at
-             FROM pgjobs.task t JOIN unnest(p_ids, p_space_ats) AS e(id, space_at) ON e.id = t.id
+             FROM pgjobs.task t JOIN unnest(p_ids, p_attempts, p_space_ats) AS e(id, attempt, space_at) ON e.id = t.id AND e.attempt = t.attempt
              WHERE t.id = ANY (locked) AND t.state IN ('DONE', 'FAIL') AND t.max < 0 AND e.space_at IS NOT NULL
              GROUP BY 1, 2, 3 LOOP
         SELECT n.id INTO head FROM pgjobs.task n
@@ -138,7 +140,8 @@ BEGIN
     WHERE x.id = ANY (locked) AND x.state IN ('DONE', 'FAIL') AND x.delete AND x.output IS NULL AND x.error IS NULL;
     RETURN QUERY
     SELECT e.id, e.attempt,
-           CASE WHEN e.id = ANY (locked) THEN true
+           CASE WHEN e.id = ANY (locked) AND EXISTS (SELECT FROM pgjobs.task x WHERE x.id = e.id AND x.attempt = e.attempt) THEN true
+                WHEN e.id = ANY (locked) THEN false
                 WHEN EXISTS (SELECT FROM pgjobs.task x WHERE x.id = e.id AND x.attempt = e.attempt AND x.state IN ('TAKE', 'WORK')) THEN NULL
                 ELSE false END
     FROM unnest(p_ids, p_attempts) AS e(id, attempt);
@@ -192,9 +195,10 @@ BEGIN
                 IF wrapped OR start_g IS NULL THEN
                     EXIT;
                 END IF;
-                wrapped := true;
-                g := NULL;
-                CONTINUE;
+                wrapped := true; -- on from the first group, in this same step
+                SELECT t."group", coalesce(t.remote, '') INTO g, r FROM pgjobs.task t
+                WHERE t.state = 'PLAN' AND t.owner = p_owner
+                ORDER BY t."group", coalesce(t.remote, '') LIMIT 1;
             END IF;
         END IF;
         EXIT WHEN g IS NULL OR (wrapped AND (g, r) > (start_g, start_r)); -- the start's group once more: its head may not have been taken
@@ -219,12 +223,15 @@ END
 $$;
 REVOKE ALL ON FUNCTION pgjobs.pgj_task_walk_(oid, int, int) FROM PUBLIC;
 
--- pgj_task_claim_ as in version 5 (see there), with each group's running tasks and first waiting
+-- pgj_task_claim_ as in version 5 (see there), committing without waiting for the disk, with each
+-- group's running tasks and first waiting
 -- row, and each role's claimed or running tasks, counted once instead of once per candidate; and
 -- among each role's candidates the first rows of its groups that have a free place, found by a
 -- walk over its groups (pgj_task_walk_), so that a backlog in full groups, however long, does not
--- hide the tasks of its free groups.
-CREATE OR REPLACE FUNCTION pgjobs.pgj_task_claim_(p_epoch bigint, p_slots int, p_owner_cap int)
+-- hide the tasks of its free groups. It takes the tasks whose run ended and whose end the agent has
+-- yet to write (p_ended), which do not count against their role's cap.
+DROP FUNCTION pgjobs.pgj_task_claim_(bigint, int, int);
+CREATE FUNCTION pgjobs.pgj_task_claim_(p_epoch bigint, p_slots int, p_owner_cap int, p_ended bigint[])
 RETURNS TABLE (id bigint, attempt int, owner oid, owner_name text, owner_super boolean, owner_login boolean,
                input text, timeout interval, plan timestamptz, repeat interval, drift boolean, max int,
                retries int, retry_delay interval, save boolean, header boolean, string boolean,
@@ -236,6 +243,10 @@ SET lock_timeout = '200ms'
 AS $$
 BEGIN
     PERFORM pgjobs.pgj_task_lead_(p_epoch);
+    -- The claim's commit does not wait for its WAL to reach the disk: a claim lost in a crash
+    -- leaves its tasks waiting, to be claimed again, and a run of it that committed anything
+    -- flushed the WAL past the claim first.
+    PERFORM set_config('synchronous_commit', 'off', true);
     UPDATE pgjobs.task t SET state = 'GONE', error = 'task not active', start = t.plan + t.active, stop = t.plan + t.active
     WHERE t.id IN (SELECT e.id FROM pgjobs.task e
                    WHERE e.state = 'PLAN' AND e.expires <= now()
@@ -291,9 +302,10 @@ BEGIN
               FROM candidates) c
         JOIN groups gs ON gs.o = c.o AND gs.g = c.g AND gs.r = c.r
     ),
-    -- Each role's tasks claimed or running, once per role.
+    -- Each role's tasks claimed or running, once per role, but for those whose run ended
+    -- (p_ended: the calling agent has their ends yet to write).
     holding AS (
-        SELECT o.o, (SELECT count(*) FROM pgjobs.task b WHERE b.state IN ('TAKE', 'WORK') AND b.owner = o.o) AS n
+        SELECT o.o, (SELECT count(*) FROM pgjobs.task b WHERE b.state IN ('TAKE', 'WORK') AND b.owner = o.o AND b.id <> ALL (p_ended)) AS n
         FROM (SELECT DISTINCT candidates.o FROM candidates) o
     ),
     turns AS (
@@ -329,4 +341,4 @@ BEGIN
     ORDER BY c.priority DESC, c.max DESC, c.id;
 END
 $$;
-
+REVOKE ALL ON FUNCTION pgjobs.pgj_task_claim_(bigint, int, int, bigint[]) FROM PUBLIC;
