@@ -177,19 +177,13 @@ type TaskEnd struct {
 }
 
 // TaskWrite writes, in one transaction, the tasks that started (WORK) and then the ends, each end
-// with its repeat row, delete and re-planning; a transaction of starts alone commits without
-// waiting for the disk. An end whose row another session holds locked is
+// with its repeat row, delete and re-planning. An end whose row another session holds locked is
 // not written but returned in busy, to be written later; an end whose row is no longer in that
 // attempt (reset meanwhile) is dropped.
 func TaskWrite(ctx context.Context, db DB, epoch int64, started []TaskStarted, ends []TaskEnd) (busy []TaskEnd, err error) {
 	err = pgx.BeginFunc(ctx, db, func(tx pgx.Tx) error {
 		busy = nil
 		batch := &pgx.Batch{}
-		if len(ends) == 0 {
-			// Starts alone do not wait for the disk: lost in a crash, their rows stay claimed and
-			// are reset once the sessions are gone, as they would be. Ends carry results: they wait.
-			batch.Queue("SET LOCAL synchronous_commit = off")
-		}
 		if len(started) > 0 {
 			ids, attempts, pids, starts := make([]int64, len(started)), make([]int32, len(started)), make([]int32, len(started)), make([]time.Time, len(started))
 			for i, s := range started {

@@ -223,8 +223,7 @@ END
 $$;
 REVOKE ALL ON FUNCTION pgjobs.pgj_task_walk_(oid, int, int) FROM PUBLIC;
 
--- pgj_task_claim_ as in version 5 (see there), committing without waiting for the disk, with each
--- group's running tasks and first waiting
+-- pgj_task_claim_ as in version 5 (see there), with each group's running tasks and first waiting
 -- row, and each role's claimed or running tasks, counted once instead of once per candidate; and
 -- among each role's candidates the first rows of its groups that have a free place, found by a
 -- walk over its groups (pgj_task_walk_), so that a backlog in full groups, however long, does not
@@ -243,10 +242,6 @@ SET lock_timeout = '200ms'
 AS $$
 BEGIN
     PERFORM pgjobs.pgj_task_lead_(p_epoch);
-    -- The claim's commit does not wait for its WAL to reach the disk: a claim lost in a crash
-    -- leaves its tasks waiting, to be claimed again, and a run of it that committed anything
-    -- flushed the WAL past the claim first.
-    PERFORM set_config('synchronous_commit', 'off', true);
     UPDATE pgjobs.task t SET state = 'GONE', error = 'task not active', start = t.plan + t.active, stop = t.plan + t.active
     WHERE t.id IN (SELECT e.id FROM pgjobs.task e
                    WHERE e.state = 'PLAN' AND e.expires <= now()
