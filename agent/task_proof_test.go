@@ -142,3 +142,18 @@ func TestTaskOnAnEndedSessionRunsOnAnother(t *testing.T) {
 		t.Fatalf("the task after the session ended: %s, attempt %d, error %q", r.State, r.Attempt, deref(r.Error))
 	}
 }
+
+// TestTaskClaimedAheadExpires (found by the code review): a one-shot task claimed ahead while the
+// only slot runs a long task, whose plan + active passes while it waits, goes GONE with `task not
+// active` instead of running late, as it would had it waited unclaimed.
+func TestTaskClaimedAheadExpires(t *testing.T) {
+	t.Parallel()
+	d := newTaskDB(t, func(o *agent.Options) { o.TaskRuns = 1 })
+	long := d.insert(t, `"group", input`, "long", "SELECT pg_sleep(3)")
+	d.waitTask(t, long, 20*time.Second, "WORK")
+	late := d.insert(t, `"group", active, input`, "late", "1 second", "SELECT 1")
+	r := d.waitTask(t, late, 20*time.Second, "DONE", "FAIL", "GONE")
+	if r.State != "GONE" || deref(r.Error) != "task not active" {
+		t.Fatalf("the task claimed ahead past its active: %s, error %q", r.State, deref(r.Error))
+	}
+}

@@ -47,6 +47,7 @@ type ClaimedTask struct {
 	Count      int           // a session that ran this many tasks is closed after it (0: no limit)
 	Live       time.Duration // a session older than this is closed after it (0: no limit)
 	Origin     time.Time     // the first plan of a repeating task's rows: the grid of the next plans
+	Expires    *time.Time    // a one-shot task not started by then goes GONE instead (nil: never)
 }
 
 // lostLead is the SQLSTATE of the task functions when their epoch no longer holds the lease.
@@ -87,7 +88,7 @@ func scanClaimed(row pgx.Row, t *ClaimedTask, extra ...any) error {
 	var timeout, delay, live pgtype.Interval
 	err := row.Scan(append([]any{&t.ID, &t.Attempt, &t.Owner, &t.OwnerName, &t.OwnerSuper, &t.OwnerLogin, &t.Input, &timeout, &t.Plan,
 		&t.Repeat, &t.Drift, &t.Max, &t.Retries, &delay, &t.Save, &t.Format.Header, &t.Format.String,
-		&t.Format.Delimiter, &t.Format.Escape, &t.Format.Quote, &t.Format.Null, &t.Remote, &t.Count, &live, &t.Origin}, extra...)...)
+		&t.Format.Delimiter, &t.Format.Escape, &t.Format.Quote, &t.Format.Null, &t.Remote, &t.Count, &live, &t.Origin, &t.Expires}, extra...)...)
 	t.Timeout, t.RetryDelay, t.Live = IntervalDuration(timeout), IntervalDuration(delay), IntervalDuration(live)
 	return err
 }
@@ -174,6 +175,7 @@ type TaskEnd struct {
 	RetryAt     *time.Time // not nil: back to PLAN at that time, for another attempt
 	NextPlan    *time.Time // a repeating task's next row
 	SpaceAt     *time.Time // a negative-max group's next task no earlier than this
+	Gone        bool       // not started before its expiry: GONE, not run
 }
 
 // TaskWrite writes, in one transaction, the tasks that started (WORK) and then the ends, each end
@@ -197,11 +199,12 @@ func TaskWrite(ctx context.Context, db DB, epoch int64, started []TaskStarted, e
 			starts, stops := make([]time.Time, n), make([]time.Time, n)
 			outputs, errs := make([]*string, n), make([]*string, n)
 			retries, nexts, spaces := make([]*time.Time, n), make([]*time.Time, n), make([]*time.Time, n)
+			gones := make([]bool, n)
 			for i, e := range ends {
 				ids[i], attempts[i], starts[i], stops[i] = e.ID, int32(e.Attempt), e.Start, e.Stop
-				outputs[i], errs[i], retries[i], nexts[i], spaces[i] = e.Output, e.Error, e.RetryAt, e.NextPlan, e.SpaceAt
+				outputs[i], errs[i], retries[i], nexts[i], spaces[i], gones[i] = e.Output, e.Error, e.RetryAt, e.NextPlan, e.SpaceAt, e.Gone
 			}
-			batch.Queue(query("task_ends"), epoch, ids, attempts, starts, stops, outputs, errs, retries, nexts, spaces).
+			batch.Queue(query("task_ends"), epoch, ids, attempts, starts, stops, outputs, errs, retries, nexts, spaces, gones).
 				Query(func(rows pgx.Rows) error {
 					var id int64
 					var attempt int

@@ -38,7 +38,7 @@ func TestTaskTableRefusesWhatUsersMayNotDo(t *testing.T) {
 		{fmt.Sprintf("UPDATE task SET state = 'DONE' WHERE id = %d", own), "23514", fmt.Sprintf("task %d: the state cannot change from PLAN to DONE", own)},
 		{fmt.Sprintf("SET pgjobs.task_writer = 'agent'; UPDATE task SET state = 'TAKE' WHERE id = %d", own), "23514", "cannot change from PLAN to TAKE"},
 		{"SELECT * FROM pgjobs.pgj_task_claim_(0, 10, 10, '{}')", "42501", "permission denied"},
-		{fmt.Sprintf("SELECT * FROM pgjobs.pgj_task_ends_(0, '{%d}', '{1}', '{now}', '{now}', '{x}', '{NULL}', '{NULL}', '{NULL}', '{NULL}')", bobTask), "42501", "permission denied"},
+		{fmt.Sprintf("SELECT * FROM pgjobs.pgj_task_ends_(0, '{%d}', '{1}', '{now}', '{now}', '{x}', '{NULL}', '{NULL}', '{NULL}', '{NULL}', '{f}')", bobTask), "42501", "permission denied"},
 		{"SELECT pgjobs.pgj_task_reset_(0, '{}')", "42501", "permission denied"},
 		{fmt.Sprintf("SELECT pgjobs.pgj_task_begin_(%d, %d, 0)", bobTask, bobOid), "42501", "not as the task's owner"},
 		{"TRUNCATE task", "42501", "permission denied"},

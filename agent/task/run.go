@@ -67,6 +67,14 @@ func (s *Service) run(t sqlschema.ClaimedTask, key termKey, ticket uint64) {
 		return
 	}
 	defer s.leave(t.Owner)
+	if t.Expires != nil && s.cfg.Clock.Now().After(*t.Expires) {
+		// Claimed ahead, it waited for a slot past its plan + active: it does not run, as it would
+		// not have been claimed then (pg_task's active).
+		text := "task not active"
+		s.logf(agentlog.LevelInfo, agentlog.StatusFiring, "task %d not started: it waited for a slot past its plan + active (%s); GONE", t.ID, t.Expires.Format(time.RFC3339))
+		s.writes.end(sqlschema.TaskEnd{ID: t.ID, Attempt: t.Attempt, Start: *t.Expires, Stop: *t.Expires, Error: &text, Gone: true})
+		return
+	}
 	if !s.current(key.epoch) {
 		// Claimed ahead by a term that ended before its turn came: the next leader runs it; this
 		// agent's next term resets it if it leads again.

@@ -123,7 +123,7 @@ RETURNS TABLE (id bigint, attempt int, owner oid, owner_name text, owner_super b
                input text, timeout interval, plan timestamptz, repeat interval, drift boolean, max int,
                retries int, retry_delay interval, save boolean, header boolean, string boolean,
                delimiter text, escape text, quote text, "null" text, remote text, count int, live interval,
-               origin timestamptz, start timestamptz)
+               origin timestamptz, expires timestamptz, start timestamptz)
 LANGUAGE plpgsql
 SET search_path = pg_catalog, pg_temp
 SET lock_timeout = '200ms'
@@ -135,7 +135,7 @@ BEGIN
            coalesce(r.rolcanlogin AND (r.rolvaliduntil IS NULL OR r.rolvaliduntil > now()), false),
            c.input, c.timeout, c.plan, c.repeat, c.drift, c.max, c.retries, c.retry_delay, c.save,
            c.header, c.string, c.delimiter::text, c.escape::text, c.quote::text, c."null", c.remote, c.count, c.live,
-           coalesce(c.origin, c.plan), c.start
+           coalesce(c.origin, c.plan), NULL::timestamptz, c.start
     FROM pgjobs.task c LEFT JOIN pg_catalog.pg_roles r ON r.oid = c.owner
     WHERE c.id IN (SELECT y.id FROM pgjobs.task y
                    WHERE y.state IN ('TAKE', 'WORK') AND y.id <> ALL (p_mine)

@@ -73,7 +73,8 @@ $$;
 -- goes back to PLAN at that time and keeps its error; else it ends DONE (no error) or FAIL, a
 -- repeating task gets its next row (parent = this id, plan p_next_plan), the next waiting task of
 -- a negative-max group is planned no earlier than p_space_at, and a row that produced nothing
--- (output and error NULL) is deleted when its delete is on. An attempt whose proof committed ends
+-- (output and error NULL) is deleted when its delete is on. With p_gone, a one-shot task claimed
+-- ahead that waited for a slot past its plan + active ends GONE instead of running. An attempt whose proof committed ends
 -- DONE whatever the agent saw: an error then means the agent lost the session after the commit
 -- (the task's backend ended, the server restarted, or it took over from an agent that died), and
 -- the error says the output was lost; its proof is forgotten with the end. Returns, for each end, written:
@@ -81,7 +82,7 @@ $$;
 -- it locked (the agent writes it later).
 CREATE FUNCTION pgjobs.pgj_task_ends_(p_epoch bigint, p_ids bigint[], p_attempts int[], p_starts timestamptz[], p_stops timestamptz[],
                                       p_outputs text[], p_errors text[], p_retry_ats timestamptz[],
-                                      p_next_plans timestamptz[], p_space_ats timestamptz[])
+                                      p_next_plans timestamptz[], p_space_ats timestamptz[], p_gones boolean[])
 RETURNS TABLE (id bigint, attempt int, written boolean)
 LANGUAGE plpgsql
 SET search_path = pg_catalog, pg_temp
@@ -105,14 +106,15 @@ BEGIN
         WHERE p.id = e.id AND p.attempt = e.attempt AND p.id = ANY (locked) RETURNING p.id)
     SELECT coalesce(array_agg(gone.id), '{}') INTO proven FROM gone;
     UPDATE pgjobs.task x
-    SET state = CASE WHEN e.error IS NULL OR x.id = ANY (proven) THEN 'DONE'
+    SET state = CASE WHEN e.gone THEN 'GONE'
+                     WHEN e.error IS NULL OR x.id = ANY (proven) THEN 'DONE'
                      WHEN e.retry_at IS NOT NULL THEN 'PLAN' ELSE 'FAIL' END::pgjobs.task_state,
-        plan = CASE WHEN e.error IS NOT NULL AND e.retry_at IS NOT NULL AND x.id <> ALL (proven) THEN e.retry_at ELSE x.plan END,
+        plan = CASE WHEN NOT e.gone AND e.error IS NOT NULL AND e.retry_at IS NOT NULL AND x.id <> ALL (proven) THEN e.retry_at ELSE x.plan END,
         start = e.start, stop = e.stop, output = e.output,
         error = CASE WHEN e.error IS NOT NULL AND x.id = ANY (proven)
                      THEN 'the task''s transaction committed, but its output was lost: ' || e.error ELSE e.error END
-    FROM unnest(p_ids, p_attempts, p_starts, p_stops, p_outputs, p_errors, p_retry_ats)
-         AS e(id, attempt, start, stop, output, error, retry_at)
+    FROM unnest(p_ids, p_attempts, p_starts, p_stops, p_outputs, p_errors, p_retry_ats, p_gones)
+         AS e(id, attempt, start, stop, output, error, retry_at, gone)
     WHERE x.id = e.id AND x.attempt = e.attempt AND x.id = ANY (locked);
     -- The next row of each repeating task that ended (not one put back for a retry).
     INSERT INTO pgjobs.task (parent, plan, active, live, repeat, timeout, count, max, delete, drift, header, string,
@@ -149,7 +151,7 @@ END
 $$;
 -- pgj_task_ends_ replaces it.
 DROP FUNCTION pgjobs.pgj_task_end_(bigint, bigint, int, timestamptz, timestamptz, text, text, timestamptz, timestamptz, timestamptz);
-REVOKE ALL ON FUNCTION pgjobs.pgj_task_ends_(bigint, bigint[], int[], timestamptz[], timestamptz[], text[], text[], timestamptz[], timestamptz[], timestamptz[]) FROM PUBLIC;
+REVOKE ALL ON FUNCTION pgjobs.pgj_task_ends_(bigint, bigint[], int[], timestamptz[], timestamptz[], text[], text[], timestamptz[], timestamptz[], timestamptz[], boolean[]) FROM PUBLIC;
 
 -- Where each role's walk over its groups stopped (pgj_task_walk_), so that the next claim goes on
 -- from there and every group is reached in turn.
@@ -235,7 +237,7 @@ RETURNS TABLE (id bigint, attempt int, owner oid, owner_name text, owner_super b
                input text, timeout interval, plan timestamptz, repeat interval, drift boolean, max int,
                retries int, retry_delay interval, save boolean, header boolean, string boolean,
                delimiter text, escape text, quote text, "null" text, remote text, count int, live interval,
-               origin timestamptz)
+               origin timestamptz, expires timestamptz)
 LANGUAGE plpgsql
 SET search_path = pg_catalog, pg_temp
 SET lock_timeout = '200ms'
@@ -331,7 +333,9 @@ BEGIN
            coalesce(r.rolcanlogin AND (r.rolvaliduntil IS NULL OR r.rolvaliduntil > now()), false),
            c.input, c.timeout, c.plan, c.repeat, c.drift, c.max, c.retries, c.retry_delay, c.save,
            c.header, c.string, c.delimiter::text, c.escape::text, c.quote::text, c."null", c.remote, c.count, c.live,
-           coalesce(c.origin, c.plan)
+           coalesce(c.origin, c.plan),
+           -- when it goes GONE if it has not started by then (it may wait for a slot, claimed ahead)
+           CASE WHEN c.repeat = interval '0' AND c.max >= 0 THEN c.plan + c.active END
     FROM claimed c LEFT JOIN pg_catalog.pg_roles r ON r.oid = c.owner
     ORDER BY c.priority DESC, c.max DESC, c.id;
 END
