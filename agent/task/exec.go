@@ -110,7 +110,8 @@ func query(conn *pgconn.PgConn, text, statement string, proof bool, out *Output)
 	for {
 		msg, err := conn.ReceiveMessage(context.Background())
 		if err != nil {
-			held = nil // the proof's, its query cut short: not part of the output
+			// A result held is the proof's, its query cut short: not part of the output.
+			held = nil
 			if r.Error != nil { // the server's error (FATAL) came first, then the session ended
 				r.Output, r.Broken = out.Text(), true
 				return r, completed, pgErr

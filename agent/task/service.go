@@ -311,9 +311,9 @@ func (s *Service) drain(t Term) {
 	}
 	switch {
 	case err != nil:
-		s.logf(agentlog.LevelError, agentlog.StatusStopping, "%d task results could not be written: %v; those tasks run again under the next agent", s.writes.pending(), err)
+		s.logf(agentlog.LevelError, agentlog.StatusStopping, "%d task results could not be written: %v; the next agent ends those whose work committed (their output lost) and runs the others again", s.writes.pending(), err)
 	case held:
-		s.logf(agentlog.LevelError, agentlog.StatusStopping, "%d task results could not be written: their rows were locked by other sessions; those tasks run again under the next agent", s.writes.pending())
+		s.logf(agentlog.LevelError, agentlog.StatusStopping, "%d task results could not be written: their rows were locked by other sessions; the next agent ends those whose work committed (their output lost) and runs the others again", s.writes.pending())
 	}
 }
 
