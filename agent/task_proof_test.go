@@ -107,6 +107,8 @@ func TestTaskProofLeavesInputsAlone(t *testing.T) {
 		{"syntax error", "SELEC 1", "FAIL", nil, "ERROR:  syntax error at or near \"SELEC\"\nSQLSTATE:  42601\nSTATEMENT:  SELEC 1"},
 		{"unterminated comment", "SELECT 1 /* open", "FAIL", nil, "ERROR:  unterminated /* comment at or near \"/* open\"\nSQLSTATE:  42601\nSTATEMENT:  SELECT 1 /* open"},
 		{"vacuum after a statement", "SELECT 1; VACUUM v", "FAIL", "1", "ERROR:  VACUUM cannot run inside a transaction block\nSQLSTATE:  25001\nSTATEMENT:  SELECT 1; VACUUM v"},
+		// Found by the README-only attack: it ended DONE, its work rolled back without a word.
+		{"transaction left open", "INSERT INTO v VALUES (3); BEGIN", "FAIL", "INSERT 0 1\nBEGIN", "ERROR:  the input left a transaction open (BEGIN without COMMIT): its work was rolled back\nSTATEMENT:  INSERT INTO v VALUES (3); BEGIN"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			id := d.insert(t, "input, delete", c.input, false)

@@ -173,6 +173,15 @@ func query(conn *pgconn.PgConn, text, statement string, proof bool, out *Output)
 				release() // the proof did not complete: the result held is the input's
 			}
 			r.Output = out.Text()
+			if m.TxStatus != 'I' {
+				// The input left a transaction block open (BEGIN without COMMIT): closing the
+				// session rolls it back, and the task says so rather than end DONE.
+				r.Broken = true
+				if r.Error == nil {
+					text := AgentErrorText("the input left a transaction open (BEGIN without COMMIT): its work was rolled back", statement)
+					r.Error, r.SQLState = &text, "25001"
+				}
+			}
 			return r, completed, pgErr
 		}
 	}
