@@ -6,6 +6,9 @@ import (
 	"fmt"
 	"log/slog"
 	"time"
+
+	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/pgjobs/pgjobs/internal/metrics"
 )
 
 // Database is one database the agent serves, as the configuration names it.
@@ -17,6 +20,8 @@ type Database struct {
 	DSN string
 	// LogLevel is the database agent's log level, 0..5.
 	LogLevel int
+	// Name is the database's name, for the metrics and the status; "" means the DSN's dbname.
+	Name string
 }
 
 // Options are the settings shared by all database agents.
@@ -64,6 +69,8 @@ type Options struct {
 	// OnTasksClaimed, when not nil, is called after each claim of tasks with the database's id,
 	// how long the claim took and how many tasks it claimed: a hook for the benchmark.
 	OnTasksClaimed func(id int, took time.Duration, claimed int)
+	// Metrics, when not nil, counts what the database agents do; it must outlive the master.
+	Metrics *metrics.Agent
 	// OnReload, when not nil, is called after each reload of a database agent's jobs on a change
 	// notification, with the database's id: a hook for tests.
 	OnReload func(id int)
@@ -108,3 +115,14 @@ func (o Options) withDefaults() Options {
 
 // applicationName is the application_name of a database agent's sessions.
 func applicationName(id int) string { return fmt.Sprintf("pgjobsagent %d", id) }
+
+// name returns the database's name: Name, else the DSN's dbname, else the DSN.
+func (d Database) name() string {
+	if d.Name != "" {
+		return d.Name
+	}
+	if cfg, err := pgconn.ParseConfig(d.DSN); err == nil && cfg.Database != "" {
+		return cfg.Database
+	}
+	return d.DSN
+}

@@ -15,6 +15,7 @@ import (
 	"github.com/pgjobs/pgjobs/agent/jobs"
 	"github.com/pgjobs/pgjobs/agent/sessions"
 	"github.com/pgjobs/pgjobs/agent/task"
+	"github.com/pgjobs/pgjobs/internal/metrics"
 	"github.com/pgjobs/pgjobs/sqlschema"
 )
 
@@ -50,21 +51,27 @@ type dbAgent struct {
 	anchor      time.Time   // the instant interval schedules count from: the agent's start, or its takeover
 
 	pruned time.Time // when old runs were last deleted; the upkeep's
+
+	status  statusBoard       // where it stands, for /readyz
+	metrics *metrics.Database // nil: none
 }
 
 func newDBAgent(db Database, opt Options, runCtx context.Context, budget *sessions.Budget) *dbAgent {
 	a := &dbAgent{
-		db:     db,
-		opt:    opt,
-		log:    opt.Logger(db.ID, db.LogLevel),
-		runCtx: runCtx,
-		budget: budget,
-		anchor: opt.Start,
+		db:      db,
+		opt:     opt,
+		log:     opt.Logger(db.ID, db.LogLevel),
+		runCtx:  runCtx,
+		budget:  budget,
+		anchor:  opt.Start,
+		metrics: opt.Metrics.Database(db.ID, db.name()),
 	}
+	a.status.s = DatabaseStatus{ID: db.ID, Database: db.name(), State: StateStarting, Since: opt.Clock.Now()}
+	a.metrics.State(false, false, false)
 	a.owners = budget.NewPool(runCtx, opt.MaxRuns, a.openOwnerSession)
 	a.taskOwners = budget.NewPool(runCtx, opt.TaskRuns, a.openOwnerSession)
 	a.tasks = task.New(runCtx, task.Config{
-		Clock: opt.Clock, Location: opt.Location, Log: a.log, Sessions: a.taskOwners, Slots: opt.TaskRuns,
+		Clock: opt.Clock, Location: opt.Location, Log: a.log, Sessions: a.taskOwners, Slots: opt.TaskRuns, Metrics: a.metrics,
 		OnWritten: func() {
 			if opt.OnTasksWritten != nil {
 				opt.OnTasksWritten(db.ID)
@@ -78,7 +85,7 @@ func newDBAgent(db Database, opt Options, runCtx context.Context, budget *sessio
 	})
 	a.jobs = jobs.New(runCtx, jobs.Config{
 		Name: opt.Name, Clock: opt.Clock, Location: opt.Location, Log: a.log,
-		Budget: budget, Owners: a.owners, Records: a.recordsPool,
+		Budget: budget, Owners: a.owners, Records: a.recordsPool, Metrics: a.metrics,
 		OnIdle:    func() { a.event(EventIdle) },
 		OnRefused: func() { a.event(EventRunRefused) },
 		OnReload: func() {
@@ -119,12 +126,14 @@ func (a *dbAgent) run(ctx context.Context) {
 			break
 		}
 		if errors.Is(err, sqlschema.ErrLostLead) {
+			a.setState(StateConnected, "lost the lead: looking at the lead again")
 			// Not an outage: this agent was stopped or hung long enough for a standby to take
 			// over. Its claims failed, so it fired nothing the new leader owns.
 			a.logf(agentlog.LevelEssential, agentlog.StatusWaiting, "lost the lead: another agent took over while this one did not answer; standing by")
 			a.event(EventLostLead)
 			continue
 		}
+		a.setState(StateUnavailable, err.Error())
 		a.resetPools() // their sessions may be as dead as the leader's
 		newOutage := connected || outageSince.IsZero()
 		if newOutage {
@@ -132,6 +141,7 @@ func (a *dbAgent) run(ctx context.Context) {
 				outageSince = a.opt.Clock.Now()
 			}
 			retry = a.opt.RetryMin
+			a.metrics.Outage()
 		}
 		pause := retry
 		if errors.Is(err, errStandby) || errors.Is(err, pgconn.ErrReadOnlyConnection) {
@@ -152,6 +162,7 @@ func (a *dbAgent) run(ctx context.Context) {
 		}
 		retry = min(retry*2, a.opt.RetryMax)
 	}
+	a.setState(StateStopping, "")
 	a.logf(agentlog.LevelEssential, agentlog.StatusStopping, "database agent %d stopping; waiting for %d runs", a.db.ID, a.jobs.InFlight())
 	a.jobs.Wait()
 	if n := a.jobs.PendingCount(); n > 0 {

@@ -40,8 +40,17 @@ func (e Event) String() string {
 	return "unknown event"
 }
 
-// event tells Options.OnEvent, if set, that the database agent's state changed.
+// event records the database agent's new state, and tells Options.OnEvent, if set, that it
+// changed.
 func (a *dbAgent) event(e Event) {
+	switch e {
+	case EventActive:
+		a.setState(StateActive, "")
+	case EventStandingBy:
+		a.setState(StateStandingBy, "")
+	case EventTakingOver:
+		a.setState(StateTakingOver, "")
+	}
 	if a.opt.OnEvent != nil {
 		a.opt.OnEvent(a.db.ID, e)
 	}

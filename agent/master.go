@@ -65,10 +65,12 @@ func (m *Master) Apply(dbs []Database) {
 			m.log.Log(context.Background(), agentlog.LevelEssential, "database agent removed from the configuration", "status", "reloading", "id", id)
 			m.drain(ra)
 			delete(m.agents, id)
-		case db.DSN != ra.db.DSN:
+			m.opt.Metrics.Forget(id)
+		case db.DSN != ra.db.DSN || db.name() != ra.db.name():
 			m.log.Log(context.Background(), agentlog.LevelEssential, "database agent's connection changed: replacing it", "status", "reloading", "id", id)
 			m.drain(ra)
 			delete(m.agents, id)
+			m.opt.Metrics.Forget(id)
 			m.start(db, ra.agent.startupDone.Load())
 		case db.LogLevel != ra.db.LogLevel:
 			m.opt.Logger(id, db.LogLevel) // the logger of id follows its new level

@@ -50,6 +50,7 @@ func (a *dbAgent) serve(ctx context.Context, onConnected func()) error {
 	if err != nil {
 		return err
 	}
+	a.setState(StateConnected, "")
 	a.budget.Learn(server.Available)
 	if server.InRecovery {
 		return errStandby

@@ -93,6 +93,7 @@ func (s *Service) fireClaimed(ctx context.Context, records *pgxpool.Pool, t Term
 			if err := sqlschema.RunRecord(ctx, records, s.unrun(f.job, f.at, sqlschema.RunMissed, msg)); err != nil {
 				return err
 			}
+			s.cfg.Metrics.Fires(f.job.name, string(sqlschema.RunMissed), 1)
 			continue
 		} else if late > lateTolerance {
 			s.logf(agentlog.LevelEssential, agentlog.StatusFiring, "job %s: the fire of %s runs %s late: no agent could run it in time (late_limit %s)", f.job.name, f.at.Format(time.RFC3339), late.Round(time.Millisecond), t.LateLimit)
@@ -128,6 +129,7 @@ func (s *Service) recordMissed(ctx context.Context, records *pgxpool.Pool, epoch
 		if err := sqlschema.RunRecord(ctx, records, s.unrun(m.job, m.last, sqlschema.RunMissed, msg)); err != nil {
 			return err
 		}
+		s.cfg.Metrics.Fires(m.job.name, string(sqlschema.RunMissed), m.count)
 	}
 	return nil
 }

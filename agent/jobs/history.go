@@ -21,6 +21,9 @@ func (s *Service) Abandon(ctx context.Context, records *pgxpool.Pool) error {
 	if err != nil {
 		return err
 	}
+	for _, name := range names {
+		s.cfg.Metrics.Fires(name, string(sqlschema.RunAbandoned), 1)
+	}
 	if len(names) > 0 {
 		s.logf(agentlog.LevelEssential, agentlog.StatusStarting, "marked %d runs abandoned (their session ended): %v", len(names), names)
 	}

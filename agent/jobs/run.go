@@ -123,6 +123,7 @@ func (s *Service) execute(j *job, scheduled *time.Time, wait context.Context, f 
 	if result.Status != "" {
 		result.Finished = run.Started
 		s.logResult(j, result)
+		s.cfg.Metrics.Fires(j.name, string(result.Status), 1)
 		s.finish(records, run, 0, result)
 		return
 	}
@@ -145,6 +146,7 @@ func (s *Service) execute(j *job, scheduled *time.Time, wait context.Context, f 
 		result = <-results
 		s.logResult(j, result)
 	}
+	s.cfg.Metrics.RunEnded(j.name, string(result.Status), scheduled, run.Started, result.Finished)
 	s.finish(records, run, runID, result)
 }
 
@@ -295,6 +297,7 @@ func (s *Service) unrun(j *job, at time.Time, status sqlschema.RunStatus, why st
 // recordSkipped records a fire that did not run.
 func (s *Service) recordSkipped(j *job, at time.Time, why string) {
 	s.logf(agentlog.LevelInfo, agentlog.StatusFiring, "job %s: fire of %s skipped: %s", j.name, at.Format(time.RFC3339), why)
+	s.cfg.Metrics.Fires(j.name, string(sqlschema.RunSkipped), 1)
 	records, err := s.cfg.Records()
 	if err != nil {
 		s.logf(agentlog.LevelError, agentlog.StatusFiring, "%v", err)

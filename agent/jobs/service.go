@@ -13,6 +13,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/pgjobs/pgjobs/agent/sessions"
 	"github.com/pgjobs/pgjobs/internal/clock"
+	"github.com/pgjobs/pgjobs/internal/metrics"
 	"github.com/pgjobs/pgjobs/sqlschema"
 )
 
@@ -30,6 +31,8 @@ type Config struct {
 	OnReload func() // if not nil, called after each reload of the jobs on a change notification
 	// OnRefused, if not nil, is called when the server refused a run's session: the run waits again.
 	OnRefused func()
+	// Metrics counts the runs and fires; nil counts nothing.
+	Metrics *metrics.Database
 }
 
 // Term is what a leadership term gives the jobs service.

@@ -261,3 +261,14 @@ func (b *Budget) closeIdleOver() {
 		b.closing = append(b.closing, s.Conn)
 	}
 }
+
+// Use returns the budget's size (0 until known), the sessions counted against it (reserved, open
+// or being opened) and the runs waiting in line for one.
+func (b *Budget) Use() (size, inUse, waiting int) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	for _, line := range b.lines {
+		waiting += len(line)
+	}
+	return b.size, b.fixed + b.open, waiting
+}

@@ -73,6 +73,7 @@ func (s *Service) run(t sqlschema.ClaimedTask, key termKey, ticket uint64) {
 		text := "task not active"
 		s.logf(agentlog.LevelInfo, agentlog.StatusFiring, "task %d not started: it waited for a slot past its plan + active (%s); GONE", t.ID, t.Expires.Format(time.RFC3339))
 		s.writes.end(sqlschema.TaskEnd{ID: t.ID, Attempt: t.Attempt, Start: *t.Expires, Stop: *t.Expires, Error: &text, Gone: true})
+		s.cfg.Metrics.TaskEnded("GONE", 0)
 		return
 	}
 	if !s.current(key.epoch) {
@@ -137,6 +138,7 @@ func (s *Service) runOnce(t sqlschema.ClaimedTask, key termKey) (r Result, start
 	}()
 	start = s.cfg.Clock.Now()
 	begun := func() {
+		s.cfg.Metrics.TaskStarted(start.Sub(t.Plan))
 		s.writes.start(sqlschema.TaskStarted{ID: t.ID, Attempt: t.Attempt, PID: session.PID, Start: start})
 		s.logf(agentlog.LevelInfo, agentlog.StatusFiring, "task %d started as %s (attempt %d)", t.ID, owner, t.Attempt)
 	}
@@ -190,6 +192,7 @@ func (s *Service) end(t sqlschema.ClaimedTask, start, stop time.Time, r Result) 
 				unless = " (unless its work committed before the session ended: then it ends DONE)"
 			}
 			s.logf(agentlog.LevelError, agentlog.StatusFiring, "task %d failed (attempt %d of %d), runs again at %s%s: %s", t.ID, t.Attempt, t.Retries+1, at.Format(time.RFC3339), unless, firstLine(*r.Error))
+			s.cfg.Metrics.TaskRetried()
 			s.writes.end(e)
 			return
 		}
@@ -201,6 +204,11 @@ func (s *Service) end(t sqlschema.ClaimedTask, start, stop time.Time, r Result) 
 	} else {
 		s.logf(agentlog.LevelInfo, agentlog.StatusFiring, "task %d done in %s", t.ID, stop.Sub(start).Round(time.Millisecond))
 	}
+	state := "DONE"
+	if r.Error != nil && !r.Committed {
+		state = "FAIL"
+	}
+	s.cfg.Metrics.TaskEnded(state, stop.Sub(start))
 	s.writes.end(e)
 }
 
@@ -221,6 +229,7 @@ func (s *Service) runRemote(t sqlschema.ClaimedTask) {
 	start := s.cfg.Clock.Now()
 	s.logf(agentlog.LevelInfo, agentlog.StatusFiring, "task %d started as %s on a remote server (attempt %d)", t.ID, *t.OwnerName, t.Attempt)
 	r := runRemote(s.runCtx, *t.Remote, t.OwnerSuper, t.Timeout, t.Input, NewOutput(t.Format), func(pid uint32) {
+		s.cfg.Metrics.TaskStarted(start.Sub(t.Plan))
 		s.writes.start(sqlschema.TaskStarted{ID: t.ID, Attempt: t.Attempt, PID: pid, Start: start})
 	})
 	if s.runCtx.Err() != nil {

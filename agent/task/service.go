@@ -16,6 +16,7 @@ import (
 	"github.com/pgjobs/pgjobs/agent/agentlog"
 	"github.com/pgjobs/pgjobs/agent/sessions"
 	"github.com/pgjobs/pgjobs/internal/clock"
+	"github.com/pgjobs/pgjobs/internal/metrics"
 	"github.com/pgjobs/pgjobs/sqlschema"
 )
 
@@ -37,6 +38,8 @@ type Config struct {
 	OnWritten func()
 	// OnClaimed, if not nil, is called after each claim with how long it took and what it claimed.
 	OnClaimed func(took time.Duration, claimed int)
+	// Metrics counts the tasks' waits, runs and ends; nil counts nothing.
+	Metrics *metrics.Database
 }
 
 // Term is what a leadership term gives the task service.
@@ -257,6 +260,7 @@ func (s *Service) look(ctx context.Context, t Term, resetNeeded *bool, resetDue 
 			return 0, err
 		}
 		*resetNeeded, *resetDue = false, nil
+		s.cfg.Metrics.TasksReset(int(n))
 		if n > 0 {
 			s.logf(agentlog.LevelEssential, agentlog.StatusStarting, "%d tasks left claimed or running by an agent gone were put back to PLAN: they run again", n)
 		}

@@ -8,16 +8,15 @@ import (
 	"log/slog"
 	"os"
 	"os/signal"
-	"path/filepath"
 	"strconv"
 	"strings"
-	"sync"
 	"syscall"
 	"time"
 
 	"github.com/pgjobs/pgjobs/agent"
 	"github.com/pgjobs/pgjobs/agent/agentlog"
 	"github.com/pgjobs/pgjobs/config"
+	"github.com/pgjobs/pgjobs/internal/metrics"
 	"github.com/pgjobs/pgjobs/sqlschema"
 	"github.com/urfave/cli/v2"
 )
@@ -42,7 +41,7 @@ func (e usageError) Error() string { return e.err.Error() }
 // run runs pgjobsagent with args and returns the exit code. ready, if not nil, receives the
 // master agent once it runs (for tests).
 // usageLine lists every option of pgjobsagent.
-const usageLine = "pgjobsagent [--config FILE] [--log-dir DIR] [--foreground] [--pidfile FILE] [--grace DURATION] [--check-config] [--help] [--version]"
+const usageLine = "pgjobsagent [--config FILE] [--log-dir DIR] [--foreground] [--pidfile FILE] [--grace DURATION] [--listen ADDR [--listen-token FILE | --listen-insecure] [--metrics-jobs N]] [--check-config] [--help] [--version]"
 
 func run(args []string, stdout, stderr io.Writer, ready chan<- *agent.Master) int {
 	app := &cli.App{
@@ -65,7 +64,7 @@ Example:
 		HideHelpCommand: true,
 		ExitErrHandler:  func(*cli.Context, error) {},
 		OnUsageError:    func(_ *cli.Context, err error, _ bool) error { return usageError{err} },
-		Flags: []cli.Flag{
+		Flags: append([]cli.Flag{
 			&cli.StringFlag{Name: "config", Usage: "configuration `FILE` (default: $" + config.PathVariable + ", else " + config.DefaultPath + ")"},
 			&cli.StringFlag{Name: "log-dir", Value: DefaultLogDir, Usage: "log root `DIR`: DIR/master/YYYY.MM.DD.log and DIR/ID/YYYY.MM.DD.log; a log that cannot be written is reported on standard error at once, then at most once a minute, and the agent keeps running"},
 			&cli.BoolFlag{Name: "foreground", Usage: "also write the log lines to standard error"},
@@ -73,7 +72,7 @@ Example:
 			&cli.BoolFlag{Name: "check-config", Usage: "check the configuration file and every database it names, print the problems and exit"},
 			&cli.DurationFlag{Name: "grace", Value: 30 * time.Second, Usage: "how long a soft stop waits for runs in flight, a `DURATION` such as 30s or 2m"},
 			&cli.BoolFlag{Name: "man", Hidden: true, Usage: "print the man page (for packaging)"},
-		},
+		}, listenFlags()...),
 		Action: func(c *cli.Context) error {
 			if c.NArg() > 0 {
 				return usageError{fmt.Errorf("pgjobsagent takes no arguments (got %q)", c.Args().First())}
@@ -173,10 +172,16 @@ func serve(c *cli.Context, path string, stderr io.Writer, ready chan<- *agent.Ma
 	if err != nil {
 		return err
 	}
+	var gauges *metrics.Agent
+	if c.String("listen") != "" {
+		gauges = metrics.New(metrics.Options{MaxJobs: c.Int("metrics-jobs"), Version: version, Commit: commit})
+		gauges.Started(time.Now())
+	}
 	host, _ := os.Hostname()
 	master := agent.NewMaster(agent.Options{
 		Name:     fmt.Sprintf("%s pid %d", host, os.Getpid()),
 		Sessions: f.Sessions(),
+		Metrics:  gauges,
 		Logger: func(id, level int) *slog.Logger {
 			l, err := logs.logger(strconv.Itoa(id), level)
 			if err != nil {
@@ -198,11 +203,28 @@ func serve(c *cli.Context, path string, stderr io.Writer, ready chan<- *agent.Ma
 		masterLog.Log(c.Context, agentlog.LevelEssential, "database in the configuration", "status", "starting",
 			"id", d.ID, "target", d.Target(), "user", d.ResolvedUser(), "loglevel", int(d.LogLevel))
 	}
+	endpoint, err := startListener(c, gauges, master)
+	if err != nil {
+		return err
+	}
+	defer func() {
+		if err := endpoint.close(); err != nil {
+			fmt.Fprintf(stderr, "pgjobsagent: %v\n", err)
+		}
+	}()
+	if endpoint != nil {
+		gauges.SetSource(master)
+		masterLog.Log(c.Context, agentlog.LevelEssential, "serving /metrics, /healthz and /readyz on "+endpoint.Addr(), "status", "starting", "token", c.String("listen-token") != "")
+	}
 	master.Apply(agentDatabases(f))
 	// One line on standard error whatever the log level, so whoever starts the agent sees that it runs
 	// and where it logs.
-	fmt.Fprintf(stderr, "pgjobsagent: started, pid %d: configuration %s, logs in %s at master log level %d, %s\n",
-		os.Getpid(), path, logs.dir, int(f.Master()), servedList(f))
+	serving := ""
+	if endpoint != nil {
+		serving = ", metrics on http://" + endpoint.Addr() + "/metrics"
+	}
+	fmt.Fprintf(stderr, "pgjobsagent: started, pid %d: configuration %s, logs in %s at master log level %d%s, %s\n",
+		os.Getpid(), path, logs.dir, int(f.Master()), serving, servedList(f))
 	if ready != nil {
 		ready <- master
 	}
@@ -213,9 +235,11 @@ func serve(c *cli.Context, path string, stderr io.Writer, ready chan<- *agent.Ma
 	reload := func(why string) {
 		nf, err := config.Load(path)
 		if err != nil {
+			gauges.Loaded(false, time.Now())
 			masterLog.Error("configuration not reloaded, the last good one stays: "+err.Error(), "status", "reloading")
 			return
 		}
+		gauges.Loaded(true, time.Now())
 		masterLog.Log(c.Context, agentlog.LevelEssential, "configuration reloaded ("+why+")", "status", "reloading", "databases", len(nf.Databases()))
 		logs.setLevel(agentlog.MasterAgent, int(nf.Master()))
 		master.SetSessions(nf.Sessions())
@@ -294,7 +318,7 @@ func servedList(f *config.File) string {
 func agentDatabases(f *config.File) []agent.Database {
 	var dbs []agent.Database
 	for _, d := range f.Databases() {
-		dbs = append(dbs, agent.Database{ID: d.ID, DSN: d.DSN(), LogLevel: int(d.LogLevel)})
+		dbs = append(dbs, agent.Database{ID: d.ID, DSN: d.DSN(), LogLevel: int(d.LogLevel), Name: d.Name})
 	}
 	return dbs
 }
@@ -310,80 +334,4 @@ func fileStamp(path string) string {
 		inode = st.Ino
 	}
 	return fmt.Sprintf("%d %d %d", info.ModTime().UnixNano(), info.Size(), inode)
-}
-
-// logFiles are the log handlers of the master and the database agents, one per agent.
-type logFiles struct {
-	dir    string
-	also   io.Writer
-	errors io.Writer // where the handlers report the failures of their files
-
-	mu       sync.Mutex
-	levels   map[string]*slog.LevelVar
-	handlers map[string]*agentlog.Handler
-}
-
-// logger returns the logger of an agent ("master" or a database id) at a log level; asked again,
-// it returns a logger of the same files and sets the new level. A new logger opens its file at once,
-// so that a log that cannot be written is reported on l.errors at start; its handler reports later
-// failures there too (at most once a minute) and keeps trying, so the log resumes once it is fixed.
-func (l *logFiles) logger(name string, level int) (*slog.Logger, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	if h, ok := l.handlers[name]; ok {
-		l.levels[name].Set(agentlog.MinLevel(level))
-		return slog.New(h), nil
-	}
-	lv := &slog.LevelVar{}
-	lv.Set(agentlog.MinLevel(level))
-	h, err := agentlog.New(agentlog.Options{Dir: l.dir, Agent: name, Level: lv, Also: l.also, MaxAge: 30, Errors: l.errors})
-	if err != nil {
-		return nil, fmt.Errorf("log files of agent %s in %s: %w", name, filepath.Clean(l.dir), err)
-	}
-	_ = h.Open() // a failure is reported on l.errors by the handler, which keeps trying with each record
-	l.levels[name], l.handlers[name] = lv, h
-	return slog.New(h), nil
-}
-
-func (l *logFiles) setLevel(name string, level int) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	if lv, ok := l.levels[name]; ok {
-		lv.Set(agentlog.MinLevel(level))
-	}
-}
-
-// reopen closes every log file, so that the next line opens it anew (after external rotation).
-// A failure is reported on errw: the log itself may be what failed.
-func (l *logFiles) reopen(errw io.Writer) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	for name, h := range l.handlers {
-		if err := h.Reopen(); err != nil {
-			fmt.Fprintf(errw, "pgjobsagent: reopen the log of agent %s: %v\n", name, err)
-		}
-	}
-}
-
-func (l *logFiles) close(errw io.Writer) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	for name, h := range l.handlers {
-		if err := h.Close(); err != nil {
-			fmt.Fprintf(errw, "pgjobsagent: close the log of agent %s: %v\n", name, err)
-		}
-	}
-}
-
-// prefixWriter writes prefix before each Write's bytes, in one Write: for one-line reports.
-type prefixWriter struct {
-	w      io.Writer
-	prefix string
-}
-
-func (p prefixWriter) Write(b []byte) (int, error) {
-	if _, err := p.w.Write(append([]byte(p.prefix), b...)); err != nil {
-		return 0, err
-	}
-	return len(b), nil
 }

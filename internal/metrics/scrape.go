@@ -1,0 +1,151 @@
+package metrics
+
+import (
+	"context"
+	"slices"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+)
+
+// OtherGroups is the group label of the tasks of the groups of a database past Options.MaxJobs.
+const OtherGroups = "(other)"
+
+// scrapeTimeout bounds what a scrape reads from the databases.
+const scrapeTimeout = 5 * time.Second
+
+// Source supplies what the metrics read at scrape time.
+type Source interface {
+	// Sessions returns the session budget of each server.
+	Sessions() []Sessions
+	// Tasks returns the task counts of each database this agent leads.
+	Tasks(ctx context.Context) []Tasks
+}
+
+// Sessions is the session budget of one server.
+type Sessions struct {
+	Server  string // host:port, as the configuration names it
+	Budget  int    // the sessions the agent may open there; 0 until known
+	InUse   int    // open, reserved or lent
+	Waiting int    // runs and tasks waiting for a session
+}
+
+// Tasks is what a database's task table holds.
+type Tasks struct {
+	ID       int
+	Database string
+	Err      error       // the read failed: nothing else is set
+	Groups   []TaskGroup // the count of each group and state with rows
+	// OldestWaiting is the age of the oldest task due and not started; 0 when none.
+	OldestWaiting time.Duration
+}
+
+// TaskGroup is the number of tasks of one group in one state.
+type TaskGroup struct {
+	Group, State string
+	Count        int64
+}
+
+// scraped collects the metrics read at scrape time from the Source.
+type scraped struct {
+	errors   *prometheus.CounterVec
+	maxLabel func() int
+
+	mu     sync.Mutex
+	source Source
+}
+
+var (
+	descInUse   = prometheus.NewDesc(NameSessionsInUse, "Sessions of the agent on a server: open, reserved or lent.", []string{"server"}, nil)
+	descBudget  = prometheus.NewDesc(NameSessionsBudget, "The session budget of a server: the most sessions the agent opens there (0 until known).", []string{"server"}, nil)
+	descWaiting = prometheus.NewDesc(NameSessionsWaiting, "Runs and tasks waiting for a session of a server.", []string{"server"}, nil)
+	descTasks   = prometheus.NewDesc(NameTasks, "Tasks by group and state, read from the task table of each database this agent leads. Groups past the configured number per database count as group=\""+OtherGroups+"\".", []string{"id", "database", "group", "state"}, nil)
+	descOldest  = prometheus.NewDesc(NameTaskOldest, "Age of the oldest task due and not started, in seconds (0 when none), of each database this agent leads.", dbLabels, nil)
+)
+
+func (s *scraped) set(src Source) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.source = src
+}
+
+// Describe implements prometheus.Collector.
+func (s *scraped) Describe(ch chan<- *prometheus.Desc) {
+	for _, d := range []*prometheus.Desc{descInUse, descBudget, descWaiting, descTasks, descOldest} {
+		ch <- d
+	}
+}
+
+// Collect implements prometheus.Collector.
+func (s *scraped) Collect(ch chan<- prometheus.Metric) {
+	s.mu.Lock()
+	src := s.source
+	s.mu.Unlock()
+	if src == nil {
+		return
+	}
+	for _, b := range src.Sessions() {
+		ch <- prometheus.MustNewConstMetric(descInUse, prometheus.GaugeValue, float64(b.InUse), b.Server)
+		ch <- prometheus.MustNewConstMetric(descBudget, prometheus.GaugeValue, float64(b.Budget), b.Server)
+		ch <- prometheus.MustNewConstMetric(descWaiting, prometheus.GaugeValue, float64(b.Waiting), b.Server)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), scrapeTimeout)
+	defer cancel()
+	for _, t := range src.Tasks(ctx) {
+		id := strconv.Itoa(t.ID)
+		if t.Err != nil {
+			s.errors.WithLabelValues(id, t.Database).Inc()
+			continue
+		}
+		for _, g := range boundGroups(t.Groups, s.maxLabel()) {
+			ch <- prometheus.MustNewConstMetric(descTasks, prometheus.GaugeValue, float64(g.Count), id, t.Database, g.Group, g.State)
+		}
+		ch <- prometheus.MustNewConstMetric(descOldest, prometheus.GaugeValue, t.OldestWaiting.Seconds(), id, t.Database)
+	}
+}
+
+// boundGroups keeps the labels of the n groups with the most tasks and sums the others' counts
+// by state under OtherGroups.
+func boundGroups(groups []TaskGroup, n int) []TaskGroup {
+	total := map[string]int64{}
+	for _, g := range groups {
+		total[g.Group] += g.Count
+	}
+	if len(total) <= n {
+		return groups
+	}
+	names := make([]string, 0, len(total))
+	for name := range total {
+		names = append(names, name)
+	}
+	slices.SortFunc(names, func(a, b string) int {
+		if total[a] != total[b] {
+			return int(min(1, max(-1, total[b]-total[a])))
+		}
+		return map[bool]int{true: -1, false: 1}[a < b]
+	})
+	kept := map[string]bool{}
+	for _, name := range names[:n] {
+		kept[name] = true
+	}
+	var out []TaskGroup
+	other := map[string]int64{}
+	for _, g := range groups {
+		if kept[g.Group] {
+			out = append(out, g)
+		} else {
+			other[g.State] += g.Count
+		}
+	}
+	states := make([]string, 0, len(other))
+	for st := range other {
+		states = append(states, st)
+	}
+	slices.Sort(states)
+	for _, st := range states {
+		out = append(out, TaskGroup{Group: OtherGroups, State: st, Count: other[st]})
+	}
+	return out
+}

@@ -1,0 +1,36 @@
+package sqlschema
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+)
+
+// TaskGroupCount is the number of tasks of one group in one state.
+type TaskGroupCount struct {
+	Group, State string
+	Count        int64
+}
+
+// TaskGroupCounts returns the tasks of the database by group and state, and the age of the oldest task
+// that is due and not started (0 when none): what the metrics read at scrape time.
+func TaskGroupCounts(ctx context.Context, q DB) ([]TaskGroupCount, time.Duration, error) {
+	rows, err := q.Query(ctx, query("task_counts"))
+	if err != nil {
+		return nil, 0, fmt.Errorf("count the tasks: %w", err)
+	}
+	var oldest float64
+	counts, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (TaskGroupCount, error) {
+		var c TaskGroupCount
+		var age float64
+		err := row.Scan(&c.Group, &c.State, &c.Count, &age)
+		oldest = max(oldest, age)
+		return c, err
+	})
+	if err != nil {
+		return nil, 0, fmt.Errorf("count the tasks: %w", err)
+	}
+	return counts, time.Duration(oldest * float64(time.Second)), nil
+}
