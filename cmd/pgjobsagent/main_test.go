@@ -42,11 +42,14 @@ func buildAndRun(m *testing.M) int {
 
 // enabled returns an enabled database with a startup job, and a configuration file naming it
 // at loglevel level.
-func enabled(t *testing.T, level int) (db, conf string) {
+func enabled(t *testing.T, level int) (db, conf string) { return enabledOn(t, cluster, level) }
+
+// enabledOn is enabled on the cluster c.
+func enabledOn(t *testing.T, c *pgtest.Cluster, level int) (db, conf string) {
 	t.Helper()
 	ctx := context.Background()
-	db = cluster.NewDatabase(t)
-	conn := cluster.Connect(t, db)
+	db = c.NewDatabase(t)
+	conn := c.Connect(t, db)
 	if err := sqlschema.Install(ctx, conn); err != nil {
 		t.Fatal(err)
 	}
@@ -58,7 +61,7 @@ func enabled(t *testing.T, level int) (db, conf string) {
 		t.Fatal(err)
 	}
 	conf = filepath.Join(t.TempDir(), "pgjobs.conf")
-	text := fmt.Sprintf("system=1.00\nmaster=%d\n7=%s|%d|%s|%d|%s|none|none\n", level, cluster.Host(), cluster.Port(), db, level, cluster.User())
+	text := fmt.Sprintf("system=1.00\nmaster=%d\n7=%s|%d|%s|%d|%s|none|none\n", level, c.Host(), c.Port(), db, level, c.User())
 	if err := os.WriteFile(conf, []byte(text), 0o644); err != nil {
 		t.Fatal(err)
 	}

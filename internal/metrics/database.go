@@ -14,7 +14,7 @@ type Database struct {
 	gone     atomic.Bool // Forget removed its series: nothing adds them again
 
 	jobsMu sync.Mutex
-	jobs   map[string]bool // the job names with a label of their own
+	jobs   map[string]bool // the job_name labels in use: job names, and OtherJobs once used
 }
 
 // off reports whether d records nothing.
@@ -55,11 +55,21 @@ func (d *Database) jobLabel(job string) string {
 		return job
 	}
 	if len(d.jobs) >= d.a.maxJobs {
-		return OtherJobs
+		job = OtherJobs
+		if d.jobs[job] {
+			return job
+		}
 	}
 	d.jobs[job] = true
+	// Every status of a new label starts at 0, so that increase() sees a job's first failure.
+	for _, status := range runStatuses {
+		d.a.runs.WithLabelValues(d.id, d.name, job, status)
+	}
 	return job
 }
+
+// runStatuses are the statuses of pgjobs_job_runs_total.
+var runStatuses = []string{"ok", "error", "cancelled", "abandoned", "skipped", "missed"}
 
 // RunEnded counts a run of a job that started on a session at started and ended with status at
 // finished; scheduled is its fire time, nil for a run not on a schedule (a startup or manual run),

@@ -87,7 +87,7 @@ func New(o Options) *Agent {
 	a.sources = &scraped{errors: a.scrapeErrors, maxLabel: func() int { return a.maxJobs }}
 	a.reg.MustRegister(build, a.reloads, a.reloadOK, a.reloadTime, a.up, a.active, a.standby, a.ready, a.reconnects,
 		a.runs, a.startDelay, a.runDuration, a.tasksEnded, a.taskWait, a.taskRun, a.taskRetries, a.taskResets,
-		a.scrapeErrors, a.sources,
+		a.sources, // with a.scrapeErrors, which it counts as it reads
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	return a
 }

@@ -48,7 +48,8 @@ type TaskGroup struct {
 	Count        int64
 }
 
-// scraped collects the metrics read at scrape time from the Source.
+// scraped collects the metrics read at scrape time from the Source, and the count of its reads
+// that failed.
 type scraped struct {
 	errors   *prometheus.CounterVec
 	maxLabel func() int
@@ -76,10 +77,12 @@ func (s *scraped) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range []*prometheus.Desc{descInUse, descBudget, descWaiting, descTasks, descOldest} {
 		ch <- d
 	}
+	s.errors.Describe(ch)
 }
 
 // Collect implements prometheus.Collector.
 func (s *scraped) Collect(ch chan<- prometheus.Metric) {
+	defer s.errors.Collect(ch) // after this scrape's failed reads are counted
 	s.mu.Lock()
 	src := s.source
 	s.mu.Unlock()
