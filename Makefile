@@ -24,7 +24,7 @@ DEB_VERSION ?= 0~$(shell git log -1 --format=%cd --date=format:%Y%m%d%H%M%S 2>/d
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-12s %s\n", $$1, $$2}'
 
-deps: ## install what a fresh Debian machine lacks: a PostgreSQL server, Go modules, staticcheck
+deps: ## install what a fresh Debian machine lacks: a PostgreSQL server, Go modules, staticcheck, promtool (into .tools/)
 	@if ./scripts/pg-bindir >/dev/null; then \
 		echo "PostgreSQL server binaries: $$(./scripts/pg-bindir)"; \
 	else \
@@ -35,6 +35,7 @@ deps: ## install what a fresh Debian machine lacks: a PostgreSQL server, Go modu
 	fi
 	$(GO) mod download
 	$(GO) run $(STATICCHECK) -version
+	@./scripts/promtool || echo "no promtool (from Debian's prometheus package): the alert rules are checked by parsing only"
 
 build: ## build bin/pgjobs and bin/pgjobsagent, stamped with version, commit and date
 	@mkdir -p bin
