@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/pgjobs/pgjobs/schedule"
+	"github.com/pgjobs/pgjobs/sqlschema"
 )
 
 // job is a job as the agent plans it.
@@ -25,6 +26,25 @@ type job struct {
 	lastRun   bool          // whether lastFire has a run row
 	timeout   time.Duration // a run's time limit, 0 when none
 	resumed   *time.Time    // when it was last resumed after a pause, if ever
+}
+
+// storedJob builds a job as the agent plans it from its stored form, its schedules read in loc
+// and interval schedules anchored at anchor.
+func storedJob(s sqlschema.StoredJob, loc *time.Location, anchor time.Time) (*job, error) {
+	owner := s.OwnerWas
+	if s.Owner != nil {
+		owner = *s.Owner
+	}
+	var timeout time.Duration
+	if s.Timeout != nil {
+		timeout = *s.Timeout
+	}
+	j := &job{id: s.ID, name: s.Name, call: s.Call, owner: owner, ownerID: s.OwnerID, ownerGone: s.Owner == nil, resolved: s.Resolved,
+		startup: s.Startup, startSet: s.StartSet, plannedAt: s.NextRun, lastFire: s.LastFire, lastRun: s.LastFireRun, timeout: timeout, resumed: s.Resumed}
+	if err := j.parseJobSchedules(s.StartSchedule, s.Schedules, loc, anchor); err != nil {
+		return nil, err
+	}
+	return j, nil
 }
 
 // ownedBy returns a copy of the job for one run, with the name its owner's role has now: nil when

@@ -83,8 +83,8 @@ func (p *planner) load(stored []sqlschema.StoredJob, now time.Time) {
 			p.order = append(p.order, s.ID)
 			continue
 		}
-		j := &job{id: s.ID, name: s.Name, call: s.Call, owner: owner, ownerID: s.OwnerID, ownerGone: gone, resolved: s.Resolved, startup: s.Startup, startSet: s.StartSet, plannedAt: s.NextRun, lastFire: s.LastFire, lastRun: s.LastFireRun, timeout: timeout, resumed: s.Resumed}
-		if err := j.parseJobSchedules(s.StartSchedule, s.Schedules, p.loc, p.anchor); err != nil {
+		j, err := storedJob(s, p.loc, p.anchor)
+		if err != nil {
 			p.log.Error(err.Error(), "status", agentlog.StatusStarting)
 			continue
 		}
