@@ -70,11 +70,12 @@ fuzz: ## run every fuzz target for FUZZTIME (default 20s)
 		done; \
 	done
 
-dist: ## stage dist/pgjobs: static binaries, pgjobs-install, pgjobs-remove, init script, unit, man pages, completion
+dist: ## stage dist/pgjobs: static binaries, pgjobs-install, pgjobs-remove, init script, unit, man pages, completion, monitoring files
 	rm -rf $(DIST) && mkdir -p $(DIST)
 	for cmd in $(COMMANDS); do CGO_ENABLED=0 $(GO) build -trimpath -ldflags "$(LDFLAGS)" -o $(DIST)/$$cmd ./cmd/$$cmd || exit 1; done
 	cp packaging/pgjobs-install packaging/pgjobs-remove packaging/pgjobs.default packaging/pgjobsagent.service packaging/pgjobs.bash $(DIST)/
 	cp packaging/init.d/pgjobs $(DIST)/pgjobs.init
+	mkdir -p $(DIST)/monitoring && cp packaging/monitoring/pgjobs-alerts.yml packaging/monitoring/pgjobs-dashboard.json packaging/monitoring/README.md $(DIST)/monitoring/
 	$(DIST)/pgjobs generate config > $(DIST)/pgjobs.conf
 	$(DIST)/pgjobs generate man > $(DIST)/pgjobs.8
 	$(DIST)/pgjobsagent --man > $(DIST)/pgjobsagent.8

@@ -67,7 +67,7 @@ func (a *dbAgent) serve(ctx context.Context, onConnected func()) error {
 		return err
 	}
 	defer a.release(conn, epoch)
-	if _, err := conn.Exec(ctx, "UNLISTEN pgjobs_leader; LISTEN pgjobs; LISTEN pgjobs_ping; LISTEN pgjobs_task"); err != nil {
+	if _, err := conn.Exec(ctx, "UNLISTEN pgjobs_leader; LISTEN pgjobs; LISTEN pgjobs_ping; LISTEN pgjobs_task; LISTEN pgjobs_run"); err != nil {
 		return fmt.Errorf("listen for changes: %w", err)
 	}
 	records, err := a.recordsPool()
@@ -98,6 +98,7 @@ func (a *dbAgent) runServices(ctx context.Context, conn *pgx.Conn, records *pgxp
 	wakeUps := newDispatcher(conn)
 	t.changes, t.pings = wakeUps.topic("pgjobs"), wakeUps.topic("pgjobs_ping")
 	taskWake := wakeUps.topic("pgjobs_task")
+	requests := wakeUps.topic("pgjobs_run")
 	upkeepDue := make(chan struct{}, 1)
 	services, servicesCtx := errgroup.WithContext(context.Background())
 	services.Go(func() error { return wakeUps.listen(servicesCtx) })
@@ -116,7 +117,7 @@ func (a *dbAgent) runServices(ctx context.Context, conn *pgx.Conn, records *pgxp
 		jobsCtx, stopJobs := context.WithCancelCause(servicesCtx)
 		defer stopJobs(nil)
 		defer context.AfterFunc(ctx, func() { stopJobs(context.Cause(ctx)) })()
-		err := a.jobs.Run(jobsCtx, jobs.Term{Epoch: t.epoch, Records: records, Stop: t.stop, Changes: t.changes, UpkeepDue: upkeepDue,
+		err := a.jobs.Run(jobsCtx, jobs.Term{Epoch: t.epoch, Records: records, Stop: t.stop, Changes: t.changes, Requests: requests, UpkeepDue: upkeepDue,
 			Progress: t.progress, RunStartup: t.runStartup, Anchor: t.anchor, LateLimit: t.lateLimit})
 		if ctx.Err() != nil {
 			t.progress.Store(0) // waiting for the runs: the answers go on

@@ -92,7 +92,8 @@ func testPackage(t *testing.T, ctx context.Context, cluster *pgtest.Cluster, deb
 	checkPath(t, "/etc/init.d/pgjobs", 0o755, "root", "root")
 	checkPath(t, "/etc/default/pgjobs", 0o644, "root", "root")
 	checkPath(t, "/lib/systemd/system/pgjobsagent.service", 0o644, "root", "root")
-	for _, p := range []string{"/usr/share/man/man8/pgjobs.8.gz", "/usr/share/man/man8/pgjobsagent.8.gz", "/usr/share/bash-completion/completions/pgjobs"} {
+	for _, p := range []string{"/usr/share/man/man8/pgjobs.8.gz", "/usr/share/man/man8/pgjobsagent.8.gz", "/usr/share/bash-completion/completions/pgjobs",
+		shareDir + "/monitoring/pgjobs-alerts.yml", shareDir + "/monitoring/pgjobs-dashboard.json"} {
 		checkPath(t, p, 0o644, "root", "root")
 	}
 	if target, err := os.Readlink("/usr/bin/pgjobs"); err != nil || target != shareDir+"/pgjobs" {

@@ -1,9 +1,11 @@
 package sqlschema
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -77,7 +79,7 @@ func JobPlan(ctx context.Context, q DB, ids []int, next []*time.Time) error {
 // RunStart records that a run goes on and returns its id.
 func RunStart(ctx context.Context, q DB, r Run) (int64, error) {
 	var id int64
-	if err := q.QueryRow(ctx, query("run_start"), r.JobID, r.JobName, r.Owner, r.Scheduled, r.Agent, r.Session, r.SessionStart, r.Started, r.OwnerID).Scan(&id); err != nil {
+	if err := q.QueryRow(ctx, query("run_start"), r.JobID, r.JobName, r.Owner, r.Scheduled, r.Agent, r.Session, r.SessionStart, r.Started, r.OwnerID, nullIfZero(r.Request)).Scan(&id); err != nil {
 		return 0, fmt.Errorf("record the start of job %s: %w", r.JobName, err)
 	}
 	return id, nil
@@ -87,7 +89,7 @@ func RunStart(ctx context.Context, q DB, r Run) (int64, error) {
 func RunInsert(ctx context.Context, q DB, r Run, result RunResult) error {
 	if _, err := q.Exec(ctx, query("run_insert"), r.JobID, r.JobName, r.Owner, r.Scheduled, r.Agent, r.Session, r.SessionStart, r.Started,
 		result.Finished, result.Status, nullIfEmpty(result.SQLState), nullIfEmpty(result.Message), r.OwnerID,
-		nullIfEmpty(result.Detail), nullIfEmpty(result.Hint), nullIfEmpty(result.Context)); err != nil {
+		nullIfEmpty(result.Detail), nullIfEmpty(result.Hint), nullIfEmpty(result.Context), nullIfZero(r.Request)); err != nil {
 		return fmt.Errorf("record the run of job %s: %w", r.JobName, err)
 	}
 	return nil
@@ -104,6 +106,7 @@ type Run struct {
 	Session      int        // the backend pid of the session the run runs on
 	SessionStart time.Time  // that session's backend_start
 	Started      time.Time
+	Request      int64 // the request of a run started by hand (pgj_run_job); 0 for none
 }
 
 // SessionIdentity returns the backend pid and backend_start of a session: together they name it
@@ -160,7 +163,7 @@ func RunRecordEnds(ctx context.Context, db DB, ends []RunEnd) ([]bool, error) {
 		if e.RunID == 0 {
 			batch.Queue(query("run_insert"), r.JobID, r.JobName, r.Owner, r.Scheduled, r.Agent, r.Session, r.SessionStart, r.Started,
 				res.Finished, res.Status, nullIfEmpty(res.SQLState), nullIfEmpty(res.Message), r.OwnerID,
-				nullIfEmpty(res.Detail), nullIfEmpty(res.Hint), nullIfEmpty(res.Context))
+				nullIfEmpty(res.Detail), nullIfEmpty(res.Hint), nullIfEmpty(res.Context), nullIfZero(r.Request))
 		} else {
 			batch.Queue(query("run_finish"), e.RunID, res.Finished, res.Status, nullIfEmpty(res.SQLState), nullIfEmpty(res.Message),
 				nullIfEmpty(res.Detail), nullIfEmpty(res.Hint), nullIfEmpty(res.Context))
@@ -275,6 +278,13 @@ func RunPrune(ctx context.Context, q DB) (int64, error) {
 // PruneBatch is how many old runs one statement of RunPrune deletes at most.
 const PruneBatch = 5000
 
+func nullIfZero(n int64) *int64 {
+	if n == 0 {
+		return nil
+	}
+	return &n
+}
+
 func nullIfEmpty(s string) *string {
 	if s == "" {
 		return nil
@@ -290,4 +300,37 @@ func SettingLateLimit(ctx context.Context, q DB) (time.Duration, error) {
 		return 0, fmt.Errorf("read the late_limit setting: %w", err)
 	}
 	return time.Duration(ms) * time.Millisecond, nil
+}
+
+// Request is a request to run a job now (pgj_run_job), taken by the agent.
+type Request struct {
+	ID      int64
+	JobID   int
+	JobName string // as it was when asked
+}
+
+// RequestTake takes the waiting requests to run a job now for the lead of epoch, oldest first;
+// none when epoch no longer holds the lease.
+func RequestTake(ctx context.Context, q DB, epoch int64) ([]Request, error) {
+	rows, err := q.Query(ctx, query("request_take"), epoch)
+	if err != nil {
+		return nil, fmt.Errorf("take the requests to run a job now: %w", err)
+	}
+	taken, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (Request, error) {
+		var r Request
+		return r, row.Scan(&r.ID, &r.JobID, &r.JobName)
+	})
+	if err != nil {
+		return nil, fmt.Errorf("take the requests to run a job now: %w", err)
+	}
+	slices.SortFunc(taken, func(a, b Request) int { return cmp.Compare(a.ID, b.ID) })
+	return taken, nil
+}
+
+// RequestRefuse records why a request to run a job now did not run it.
+func RequestRefuse(ctx context.Context, q DB, id int64, why string) error {
+	if _, err := q.Exec(ctx, query("request_refuse"), id, why); err != nil {
+		return fmt.Errorf("record why request %d did not run its job: %w", id, err)
+	}
+	return nil
 }

@@ -42,7 +42,7 @@ func (j Job) MarshalJSON() ([]byte, error) {
 type RunRow struct {
 	Job       string         `json:"job"`
 	Owner     string         `json:"owner"`
-	Scheduled *time.Time     `json:"scheduled"` // nil for a startup run
+	Scheduled *time.Time     `json:"scheduled"` // nil for a startup run or one started by hand
 	Started   *time.Time     `json:"started"`   // nil for skipped and missed fires
 	Finished  *time.Time     `json:"finished"`
 	Duration  *time.Duration `json:"-"`
@@ -53,6 +53,7 @@ type RunRow struct {
 	Hint      *string        `json:"hint"`
 	Context   *string        `json:"context"`
 	Agent     *string        `json:"agent"`
+	Request   *int64         `json:"request"` // the request of a run started by hand (pgjobs run); nil otherwise
 }
 
 // MarshalJSON writes the duration in seconds.
@@ -85,7 +86,7 @@ func RunList(ctx context.Context, q Queryer, f RunFilter) ([]RunRow, error) {
 	}
 	runs, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (RunRow, error) {
 		var r RunRow
-		err := row.Scan(&r.Job, &r.Owner, &r.Scheduled, &r.Started, &r.Finished, &r.Duration, &r.Status, &r.SQLState, &r.Message, &r.Detail, &r.Hint, &r.Context, &r.Agent)
+		err := row.Scan(&r.Job, &r.Owner, &r.Scheduled, &r.Started, &r.Finished, &r.Duration, &r.Status, &r.SQLState, &r.Message, &r.Detail, &r.Hint, &r.Context, &r.Agent, &r.Request)
 		return r, err
 	})
 	if err != nil {

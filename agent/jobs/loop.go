@@ -52,6 +52,9 @@ func (s *Service) afterRunsStarted() <-chan struct{} {
 // reloadEvery is how often, at most, the agent reloads the jobs when notified of changes.
 const reloadEvery = time.Second
 
+// requestEvery is how often, at most, the agent takes the requests to run a job now when notified.
+const requestEvery = 100 * time.Millisecond
+
 // Run plans and fires the jobs for a term, until the leader session is lost, another agent takes
 // the lead, or ctx ends. The runs it starts go on after it returns; Wait waits for them.
 func (s *Service) Run(ctx context.Context, t Term) error {
@@ -92,6 +95,16 @@ func (s *Service) Run(ctx context.Context, t Term) error {
 		}
 		return nil
 	}
+	// Requests to run a job now made while no agent led run now. Any role may NOTIFY pgjobs_run:
+	// the takes are coalesced like the reloads, at most one per requestEvery.
+	if err := s.answerOrphans(ctx, records, t); err != nil {
+		return err
+	}
+	if err := s.takeRequests(ctx, records, t, p, reload); err != nil {
+		return err
+	}
+	requested := time.Now()
+	var requestDue <-chan time.Time
 	var sleepLogged time.Time // the wake-up last logged: a ping or a change that moves none logs none
 	idleLogged := false
 	var warmed time.Time           // the fire whose sessions are open
@@ -160,6 +173,24 @@ func (s *Service) Run(ctx context.Context, t Term) error {
 				continue
 			}
 			if err := reload(); err != nil {
+				return err
+			}
+		case <-t.Requests:
+			t.woke(timer)
+			if wait := requestEvery - time.Since(requested); wait > 0 {
+				if requestDue == nil {
+					requestDue = time.After(wait)
+				}
+				continue
+			}
+			requested = time.Now()
+			if err := s.takeRequests(ctx, records, t, p, reload); err != nil {
+				return err
+			}
+		case <-requestDue:
+			t.woke(timer)
+			requestDue, requested = nil, time.Now()
+			if err := s.takeRequests(ctx, records, t, p, reload); err != nil {
 				return err
 			}
 		case <-reloadDue:

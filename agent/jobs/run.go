@@ -50,6 +50,23 @@ func (s *Service) fire(stop context.Context, j *job, scheduled *time.Time) {
 		// session after this look (the budget grants under runningMu, through Hooks.Granted).
 		prev.give(errNextFire)
 	}
+	s.launch(stop, j, scheduled, 0)
+}
+
+// fireRequested starts a run of a job asked for by hand (request), unless a run of the job waits
+// for a session or goes on: then it returns why it did not start it.
+func (s *Service) fireRequested(stop context.Context, j *job, request int64) (refused string) {
+	s.runningMu.Lock()
+	if s.running[j.id] != nil {
+		s.runningMu.Unlock()
+		return fmt.Sprintf("job %s was not run: a run of it was still going (or waiting for a session)", j.name)
+	}
+	s.launch(stop, j, nil, request)
+	return ""
+}
+
+// launch starts a run in the background; runningMu is held, and launch releases it.
+func (s *Service) launch(stop context.Context, j *job, scheduled *time.Time, request int64) {
 	wait, give := context.WithCancelCause(stop)
 	f := &inFlight{give: give}
 	s.running[j.id] = f
@@ -65,7 +82,7 @@ func (s *Service) fire(stop context.Context, j *job, scheduled *time.Time) {
 			}
 			s.runningMu.Unlock()
 		}()
-		s.execute(j, scheduled, wait, f)
+		s.execute(j, scheduled, request, wait, f)
 	}()
 }
 
@@ -76,15 +93,16 @@ func (s *Service) InFlight() int {
 	return len(s.running)
 }
 
-// execute runs a job on a session of its owner and records the run. The session goes back to the
+// execute runs a job on a session of its owner and records the run: with its request when it was
+// asked for by hand (0 otherwise). The session goes back to the
 // budget as soon as the run has ended, before the bookkeeping: a waiting run takes it at once.
-func (s *Service) execute(j *job, scheduled *time.Time, wait context.Context, f *inFlight) {
+func (s *Service) execute(j *job, scheduled *time.Time, request int64, wait context.Context, f *inFlight) {
 	records, err := s.cfg.Records()
 	if err != nil {
 		s.logf(agentlog.LevelError, agentlog.StatusFiring, "job %s not run: %v", j.name, err)
 		return
 	}
-	run := sqlschema.Run{JobID: j.id, JobName: j.name, Owner: j.owner, OwnerID: j.ownerID, Scheduled: scheduled, Agent: s.cfg.Name}
+	run := sqlschema.Run{JobID: j.id, JobName: j.name, Owner: j.owner, OwnerID: j.ownerID, Scheduled: scheduled, Agent: s.cfg.Name, Request: request}
 	var result sqlschema.RunResult
 	var session *sessions.Session
 	if why, hint := refusal(j); why != "" {
@@ -127,7 +145,11 @@ func (s *Service) execute(j *job, scheduled *time.Time, wait context.Context, f 
 		s.finish(records, run, 0, result)
 		return
 	}
-	s.logf(agentlog.LevelInfo, agentlog.StatusFiring, "job %s started: SELECT %s as %s", j.name, j.call, j.owner)
+	byHand := ""
+	if request != 0 {
+		byHand = fmt.Sprintf(" (by hand: request %d)", request)
+	}
+	s.logf(agentlog.LevelInfo, agentlog.StatusFiring, "job %s started%s: SELECT %s as %s", j.name, byHand, j.call, j.owner)
 	long := time.NewTimer(runningRowAfter) // real time: bookkeeping, not a schedule
 	defer long.Stop()
 	run.Session, run.SessionStart = int(session.PID), session.Start

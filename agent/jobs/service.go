@@ -43,6 +43,7 @@ type Term struct {
 	// term does.
 	Stop      context.Context
 	Changes   <-chan struct{} // the jobs changed (the pgjobs notification)
+	Requests  <-chan struct{} // a run of a job was asked for by hand (the pgjobs_run notification)
 	UpkeepDue chan<- struct{} // the service wakes the upkeep after its runs
 	// Progress is when the service's loop left its wait (Unix ns), 0 while it waits: the answers to
 	// the standbys report on it.

@@ -186,7 +186,7 @@ func TestEnableDBChangesNothingOnFailure(t *testing.T) {
 
 func TestEveryCommandHelpHasAnExample(t *testing.T) {
 	t.Parallel()
-	for _, name := range []string{"enabledb", "disabledb", "viewsystem", "viewmaster", "viewdb", "updatesystem", "updatemaster", "updatedb", "jobs", "runs", "next", "status"} {
+	for _, name := range []string{"enabledb", "disabledb", "viewsystem", "viewmaster", "viewdb", "updatesystem", "updatemaster", "updatedb", "jobs", "runs", "next", "status", "run"} {
 		got := runBinary(t, nil, name, "--help")
 		if got.code != 0 || !strings.Contains(got.stdout, "Example") || !strings.Contains(got.stdout, "pgjobs "+name) {
 			t.Errorf("%s --help: %#v", name, got)

@@ -68,7 +68,7 @@ or after the command.`,
 		Flags:          []cli.Flag{configFlag()},
 		// bash completion (packaging/pgjobs.bash) asks the tool itself for its commands and options.
 		EnableBashCompletion: true,
-		Commands:             append(adminCommands(), jobsCommand(), runsCommand(), statusCommand(), nextCommand(), generateCommand()),
+		Commands:             append(adminCommands(), jobsCommand(), runsCommand(), runJobCommand(), statusCommand(), nextCommand(), generateCommand()),
 		Action: func(c *cli.Context) error {
 			if c.NArg() > 0 {
 				return usagef("unknown command %q; see pgjobs --help", c.Args().First())

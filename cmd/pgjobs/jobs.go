@@ -75,7 +75,15 @@ func listJobs(c *cli.Context) error {
 // environment name, as its configuration row's user unless -u or PGUSER says otherwise, and
 // checks its schema version.
 func connectReader(c *cli.Context) (*pgx.Conn, config.Database, error) {
-	t, chosen, err := target(c)
+	if _, _, err := target(c); err != nil {
+		return nil, config.Database{}, err
+	}
+	return connectTarget(c)
+}
+
+// connectTarget is connectReader for a command that checks its arguments itself.
+func connectTarget(c *cli.Context) (*pgx.Conn, config.Database, error) {
+	t, chosen, err := targetOf(c)
 	if err != nil {
 		return nil, t, err
 	}

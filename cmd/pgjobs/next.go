@@ -3,7 +3,6 @@ package main
 import (
 	"bufio"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"os"
@@ -11,9 +10,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/jackc/pgx/v5"
 	"github.com/pgjobs/pgjobs/agent/jobs"
-	"github.com/pgjobs/pgjobs/config"
 	"github.com/pgjobs/pgjobs/schedule"
 	"github.com/pgjobs/pgjobs/sqlschema"
 	"github.com/urfave/cli/v2"
@@ -177,7 +174,7 @@ func runNextJob(c *cli.Context) error {
 			}
 		}
 	}
-	conn, t, err := connectJobReader(c)
+	conn, t, err := connectTarget(c)
 	if err != nil {
 		return fmt.Errorf("next: %w", err)
 	}
@@ -223,24 +220,6 @@ func plannedFires(j sqlschema.StoredJob, loc *time.Location, from time.Time, cou
 	}
 	more, err := jobs.NextFires(j, loc, planned, after, count-len(fires))
 	return append(fires, more...), err
-}
-
-// connectJobReader connects as connectReader does, for next's job form: target takes no
-// arguments, and next's one is the job, so it reads -h, -p, -d and -u from a context of the
-// same options without them.
-func connectJobReader(c *cli.Context) (*pgx.Conn, config.Database, error) {
-	set := flag.NewFlagSet(c.Command.Name, flag.ContinueOnError)
-	for _, name := range []string{"h", "p", "d", "u"} {
-		set.String(name, "", "")
-		if c.IsSet(name) {
-			if err := set.Set(name, c.String(name)); err != nil {
-				return nil, config.Database{}, err
-			}
-		}
-	}
-	options := cli.NewContext(c.App, set, c)
-	options.Command = c.Command
-	return connectReader(options)
 }
 
 // localZoneName returns the IANA name of the local zone, from TZ, else from the link

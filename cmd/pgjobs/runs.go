@@ -71,7 +71,9 @@ func listRuns(c *cli.Context) error {
 	fmt.Fprintln(w, "JOB\tSCHEDULED\tSTARTED\tDURATION\tSTATUS\tMESSAGE")
 	for _, r := range runs {
 		scheduled := timeOrDash(r.Scheduled)
-		if r.Scheduled == nil && r.Started != nil {
+		if r.Scheduled == nil && r.Request != nil {
+			scheduled = fmt.Sprintf("by hand (request %d)", *r.Request)
+		} else if r.Scheduled == nil && r.Started != nil {
 			scheduled = "at agent start"
 		}
 		duration := "-"

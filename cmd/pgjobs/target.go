@@ -22,6 +22,11 @@ func target(c *cli.Context) (d config.Database, chosen bool, err error) {
 	if c.NArg() > 0 {
 		return config.Database{}, false, usagef("%s takes no arguments (got %q); see pgjobs %s --help", c.Command.Name, c.Args().First(), c.Command.Name)
 	}
+	return targetOf(c)
+}
+
+// targetOf is target for a command that checks its arguments itself.
+func targetOf(c *cli.Context) (d config.Database, chosen bool, err error) {
 	var settings []string
 	for _, o := range []struct{ key, flag string }{{"host", "h"}, {"port", "p"}, {"dbname", "d"}} {
 		if c.IsSet(o.flag) {

@@ -41,7 +41,7 @@ func (e usageError) Error() string { return e.err.Error() }
 // run runs pgjobsagent with args and returns the exit code. ready, if not nil, receives the
 // master agent once it runs (for tests).
 // usageLine lists every option of pgjobsagent.
-const usageLine = "pgjobsagent [--config FILE] [--log-dir DIR] [--foreground] [--pidfile FILE] [--grace DURATION] [--listen ADDR [--listen-token FILE | --listen-insecure] [--metrics-jobs N]] [--check-config] [--help] [--version]"
+const usageLine = "pgjobsagent [--config FILE] [--log-dir DIR] [--foreground] [--pidfile FILE] [--grace DURATION] [--listen ADDR] [--listen-token FILE] [--listen-insecure] [--metrics-jobs N] [--check-config] [--help] [--version]"
 
 func run(args []string, stdout, stderr io.Writer, ready chan<- *agent.Master) int {
 	app := &cli.App{
