@@ -27,6 +27,8 @@ type Master struct {
 	agents   map[int]*runningAgent       // by database id
 	draining []*runningAgent             // stopped by a reload, their runs finishing
 	stopped  bool
+	stopping []*runningAgent // the agents Stop stops, which Status shows as they stop
+	applied  bool            // Apply was called: the configured agents run
 }
 
 // runningAgent is a database agent and how to stop it.
@@ -54,6 +56,7 @@ func (m *Master) Apply(dbs []Database) {
 	if m.stopped {
 		return
 	}
+	m.applied = true
 	want := map[int]Database{}
 	for _, db := range dbs {
 		want[db.ID] = db
@@ -159,6 +162,7 @@ func (m *Master) Stop(grace time.Duration) {
 		agents = append(agents, ra)
 	}
 	m.agents = map[int]*runningAgent{}
+	m.stopping = agents
 	m.mu.Unlock()
 	for _, ra := range agents {
 		ra.cancel()

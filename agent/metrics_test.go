@@ -1,6 +1,7 @@
 package agent_test
 
 import (
+	"log/slog"
 	"strings"
 	"testing"
 	"time"
@@ -115,7 +116,7 @@ func TestMetricsCountRunsFailuresAndSkippedFires(t *testing.T) {
 // table's rows by group and state read at scrape time.
 func TestMetricsCountTasks(t *testing.T) {
 	t.Parallel()
-	m := metrics.New(metrics.Options{MaxJobs: 10})
+	m := metrics.New(metrics.Options{MaxJobs: 10, TaskReadEvery: -1})
 	db := newTestDB(t)
 	role := cluster.NewRole(t, "alice", db.name)
 	ended := &endedTasks{changed: make(chan struct{})}
@@ -155,9 +156,8 @@ func TestMetricsCountTasks(t *testing.T) {
 			t.Errorf("%s%v = %v, want %v", c.name, c.labels, got, c.want)
 		}
 	}
-	// A task due and not started, behind the running one of its group (max 0:
-	// one at a time): the oldest waiting
-	// age counts from its plan.
+	// A task due and not started, behind the running one of its group (max 0: one at a time):
+	// the oldest waiting age counts from its plan.
 	long := tasks.insert(t, `input, "group"`, "SELECT pg_sleep(2)", "serial")
 	tasks.waitTask(t, long, 15*time.Second, "WORK")
 	tasks.insert(t, `input, "group"`, "SELECT 1", "serial")
@@ -166,5 +166,26 @@ func TestMetricsCountTasks(t *testing.T) {
 	}
 	if got := metricValue(t, m, metrics.NameTasks, map[string]string{"database": db.name, "group": "serial", "state": "PLAN"}); got != 1 {
 		t.Errorf("%s{serial,PLAN} = %v, want 1", metrics.NameTasks, got)
+	}
+}
+
+// TestStatusServing: the master serves its databases from the first Apply until Stop, and while it
+// stops it shows the agents it stops, not an empty list that reads as all well.
+func TestStatusServing(t *testing.T) {
+	t.Parallel()
+	db := newTestDB(t)
+	m := agent.NewMaster(agent.Options{Location: time.UTC, Name: "status " + t.Name()}, slog.New(slog.DiscardHandler))
+	if _, serving := m.Status(); serving {
+		t.Fatal("serving before Apply")
+	}
+	m.Apply([]agent.Database{{ID: 4, DSN: db.on.DSN(db.name)}})
+	statuses, serving := m.Status()
+	if !serving || len(statuses) != 1 || statuses[0].ID != 4 || statuses[0].Database != db.name {
+		t.Fatalf("after Apply: %+v, serving %v", statuses, serving)
+	}
+	m.Stop(5 * time.Second)
+	statuses, serving = m.Status()
+	if serving || len(statuses) != 1 || statuses[0].State != agent.StateStopping || statuses[0].Ready() {
+		t.Fatalf("after Stop: %+v, serving %v", statuses, serving)
 	}
 }

@@ -67,16 +67,26 @@ func (a *dbAgent) currentStatus() DatabaseStatus {
 	return a.status.s
 }
 
-// Status returns the status of each configured database agent, by id.
-func (m *Master) Status() []DatabaseStatus {
+// Status returns the status of each configured database agent, by id, and whether the master
+// serves them: false before the first Apply, and once it stops (then the agents are those it
+// stops, StateStopping once they know).
+func (m *Master) Status() (databases []DatabaseStatus, serving bool) {
 	m.mu.Lock()
-	out := make([]DatabaseStatus, 0, len(m.agents))
-	for _, ra := range m.agents {
+	agents := m.stopping
+	if !m.stopped {
+		agents = nil
+		for _, ra := range m.agents {
+			agents = append(agents, ra)
+		}
+	}
+	out := make([]DatabaseStatus, 0, len(agents))
+	for _, ra := range agents {
 		out = append(out, ra.agent.currentStatus())
 	}
+	serving = m.applied && !m.stopped
 	m.mu.Unlock()
 	slices.SortFunc(out, func(a, b DatabaseStatus) int { return a.ID - b.ID })
-	return out
+	return out, serving
 }
 
 // Sessions returns the session budget of each server, for the metrics.

@@ -30,9 +30,13 @@ type RequestState struct {
 	Message  *string
 }
 
-// Ended reports whether the request is answered: refused, or its run ended.
+// Ended reports whether the request is answered: its run ended, or it was refused and no run of
+// it is recorded (a run recorded after all wins over the refusal).
 func (r RequestState) Ended() bool {
-	return r.Refused != nil || (r.Status != nil && *r.Status != RunRunning)
+	if r.Status != nil {
+		return *r.Status != RunRunning
+	}
+	return r.Refused != nil
 }
 
 // ErrRequestNotFound is RequestRead's error for a request the caller may not see, or none.
@@ -69,9 +73,13 @@ func LeaderActive(ctx context.Context, q DB) (*bool, error) {
 }
 
 // RequestOrphans answers the requests an agent of an earlier lead took but left without a run
-// recorded, for the lead of epoch, and returns how many.
-func RequestOrphans(ctx context.Context, q DB, epoch int64) (int64, error) {
-	tag, err := q.Exec(ctx, query("request_orphans"), epoch)
+// recorded, for the lead of epoch, and returns how many; the requests of inFlight, whose runs
+// the caller still has going, are left alone.
+func RequestOrphans(ctx context.Context, q DB, epoch int64, inFlight []int64) (int64, error) {
+	if inFlight == nil {
+		inFlight = []int64{}
+	}
+	tag, err := q.Exec(ctx, query("request_orphans"), epoch, inFlight)
 	if err != nil {
 		return 0, fmt.Errorf("answer the requests to run a job now left by an earlier agent: %w", err)
 	}

@@ -84,10 +84,13 @@ func TestRunJobRequests(t *testing.T) {
 		t.Fatalf("take the second request: %v, %v", taken, err)
 	}
 	mustExec(t, super, "UPDATE pgjobs.pgj_leader_ SET epoch = epoch + 1")
-	if n, err := sqlschema.RequestOrphans(ctx, super, epoch); err != nil || n != 0 {
+	if n, err := sqlschema.RequestOrphans(ctx, super, epoch, nil); err != nil || n != 0 {
 		t.Fatalf("a stale epoch answered %d orphans, %v", n, err)
 	}
-	if n, err := sqlschema.RequestOrphans(ctx, super, epoch+1); err != nil || n != 2 { // the first, taken and never answered, too
+	if n, err := sqlschema.RequestOrphans(ctx, super, epoch+1, []int64{first, next}); err != nil || n != 0 {
+		t.Fatalf("requests whose runs the agent has in flight answered as orphans: %d, %v", n, err)
+	}
+	if n, err := sqlschema.RequestOrphans(ctx, super, epoch+1, nil); err != nil || n != 2 { // the first, taken and never answered, too
 		t.Fatalf("orphans answered: %d, %v; want 2", n, err)
 	}
 	if r, err := sqlschema.RequestRead(ctx, aliceConn, next); err != nil || r.Refused == nil || !strings.Contains(*r.Refused, "ask again") {

@@ -9,21 +9,22 @@ import (
 	"github.com/pgjobs/pgjobs/sqlschema"
 )
 
-// takeRequests takes the requests to run a job now (pgj_run_job) and starts their runs: like any
-// run, on a session of the job's owner, recorded with the request's id and no scheduled time. A
-// request for a job the agent does not plan (paused, or dropped meanwhile), or whose run goes on,
-// is answered with why it did not run. reload loads the jobs again: a job made a moment ago may
-// not be loaded yet.
 // answerOrphans answers, at the start of a term, the requests an earlier lead took but left
-// without a run recorded.
+// without a run recorded, except those whose runs this agent still has in flight (from its earlier
+// term: runs outlive terms).
 func (s *Service) answerOrphans(ctx context.Context, records *pgxpool.Pool, t Term) error {
-	n, err := sqlschema.RequestOrphans(ctx, records, t.Epoch)
+	n, err := sqlschema.RequestOrphans(ctx, records, t.Epoch, s.requestsInFlight())
 	if n > 0 {
 		s.logf(agentlog.LevelEssential, agentlog.StatusStarting, "%d requests to run a job now were left by an earlier agent without a run: answered, to be asked again", n)
 	}
 	return err
 }
 
+// takeRequests takes the requests to run a job now (pgj_run_job) and starts their runs: like any
+// run, on a session of the job's owner, recorded with the request's id and no scheduled time. A
+// request for a job the agent does not plan (paused, or dropped meanwhile), or whose run goes on,
+// is answered with why it did not run. reload loads the jobs again: a job made a moment ago may
+// not be loaded yet.
 func (s *Service) takeRequests(ctx context.Context, records *pgxpool.Pool, t Term, p *planner, reload func() error) error {
 	taken, err := sqlschema.RequestTake(ctx, records, t.Epoch)
 	if err != nil || len(taken) == 0 {

@@ -21,6 +21,7 @@ import (
 type inFlight struct {
 	started bool                    // it has its session; guarded by runningMu
 	give    context.CancelCauseFunc // ends its wait for a session
+	request int64                   // the request of a run asked for by hand; 0 otherwise
 }
 
 // errNextFire ends the wait for a session of a run whose job's next fire has come.
@@ -68,7 +69,7 @@ func (s *Service) fireRequested(stop context.Context, j *job, request int64) (re
 // launch starts a run in the background; runningMu is held, and launch releases it.
 func (s *Service) launch(stop context.Context, j *job, scheduled *time.Time, request int64) {
 	wait, give := context.WithCancelCause(stop)
-	f := &inFlight{give: give}
+	f := &inFlight{give: give, request: request}
 	s.running[j.id] = f
 	s.runningMu.Unlock()
 	s.runs.Add(1)
@@ -84,6 +85,19 @@ func (s *Service) launch(stop context.Context, j *job, scheduled *time.Time, req
 		}()
 		s.execute(j, scheduled, request, wait, f)
 	}()
+}
+
+// requestsInFlight returns the requests whose runs wait for a session or go on.
+func (s *Service) requestsInFlight() []int64 {
+	s.runningMu.Lock()
+	defer s.runningMu.Unlock()
+	ids := []int64{}
+	for _, f := range s.running {
+		if f.request != 0 {
+			ids = append(ids, f.request)
+		}
+	}
+	return ids
 }
 
 // InFlight returns how many runs wait for a session or go on.

@@ -83,7 +83,10 @@ func runJobNow(c *cli.Context) error {
 	tick := time.NewTicker(requestPoll)
 	defer tick.Stop()
 	for {
-		r, err := sqlschema.RequestRead(c.Context, conn, id)
+		r, err := sqlschema.RequestRead(ctx, conn, id)
+		if err != nil && ctx.Err() != nil {
+			break
+		}
 		if err != nil {
 			return fmt.Errorf("run: %s: %w", t.Target(), err)
 		}
@@ -100,15 +103,17 @@ func runJobNow(c *cli.Context) error {
 		}
 		select {
 		case <-ctx.Done():
-			return fmt.Errorf("run: request %d: job %s did not end within --timeout %s (it may still run: pgjobs runs -d %s --job %s)", id, job, c.Duration("timeout"), t.Name, job)
 		case <-tick.C:
+			continue
 		}
+		break
 	}
+	return fmt.Errorf("run: request %d: job %s did not end within --timeout %s (it may still run: pgjobs runs --job %s shows it)", id, job, c.Duration("timeout"), job)
 }
 
 // reportRun prints how a request's run ended and returns an error unless it ended ok.
 func reportRun(c *cli.Context, job string, r sqlschema.RequestState) error {
-	if r.Refused != nil {
+	if r.Status == nil {
 		return errors.New("run: " + *r.Refused)
 	}
 	took := ""

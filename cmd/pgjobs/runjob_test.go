@@ -4,6 +4,7 @@ import (
 	"context"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/pgjobs/pgjobs/agent"
 )
@@ -32,6 +33,7 @@ func TestRunJobNow(t *testing.T) {
 		SELECT pgj_create_job('Good', 'hit()', 'Later', null);
 		SELECT pgj_create_job('Bad', 'boom()', 'Later', null);
 		SELECT pgj_create_job('Held', 'hit()', 'Later', null);
+		SELECT pgj_create_job('Slow', 'pg_sleep(3)', 'Later', null);
 		SELECT pgj_pause_job('Held')`); err != nil {
 		t.Fatal(err)
 	}
@@ -66,10 +68,24 @@ func TestRunJobNow(t *testing.T) {
 	if got.code != 1 || !strings.Contains(got.stderr, "job Bad ended error") || !strings.Contains(got.stderr, "P0001: card declined") {
 		t.Fatalf("run --wait Bad: %#v", got)
 	}
-	// A paused job is not run, and the request says why.
+	// A paused job is refused.
 	got = env.on(t, "run", db, "-u", alice, "--wait", "Held")
-	if got.code != 1 || !strings.Contains(got.stderr, "job Held was not run: it is paused") {
+	if got.code != 1 || !strings.Contains(got.stderr, `pgj_run_job: argument 1: job "Held" is paused`) {
 		t.Fatalf("run --wait Held: %#v", got)
+	}
+	// A job whose run is still going is not run again: the request says why.
+	got = env.on(t, "run", db, "-u", alice, "Slow")
+	if got.code != 0 {
+		t.Fatalf("run Slow: %#v", got)
+	}
+	waitUntil(t, "Slow's run to be recorded as running", func() bool {
+		var n int
+		err := super.QueryRow(ctx, "SELECT count(*) FROM pgjobs.pgj_runs WHERE job = 'Slow' AND status = 'running'").Scan(&n)
+		return err == nil && n == 1
+	})
+	got = env.on(t, "run", db, "-u", alice, "--wait", "Slow")
+	if got.code != 1 || !strings.Contains(got.stderr, "job Slow was not run: a run of it was still going") {
+		t.Fatalf("run --wait Slow while it runs: %#v", got)
 	}
 	// A superuser may run anyone's job.
 	if got := env.on(t, "run", db, "-u", cluster.User(), "--wait", "Good"); got.code != 0 {
@@ -83,5 +99,17 @@ func TestRunJobNow(t *testing.T) {
 		if got := env.on(t, "run", db, args...); got.code != 2 {
 			t.Errorf("run %v: %#v, want exit 2", args, got)
 		}
+	}
+}
+
+// waitUntil polls cond every 50 ms, for at most 20 s, failing the test when it never holds.
+func waitUntil(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(20 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("waited in vain for %s", what)
+		}
+		time.Sleep(50 * time.Millisecond)
 	}
 }

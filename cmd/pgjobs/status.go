@@ -44,10 +44,11 @@ unreachable or cannot be read gets a block with the error, and the others are re
 says "not enabled"; a schema older than this pgjobs is read as far as it goes, with the command
 that upgrades it.
 
-It serves as a check command. Exit status: 0 when every database was read and none had a failure
-in the last hour (a database that is not enabled, a missed fire or an older failure does not
-count); 1 when a database is unreachable or unreadable, or had a failure in the last hour, with a
-one-line summary of why on stderr; 1 too when the configuration file is missing or invalid. A
+It serves as a check command. Exit status: 0 when every database was read, none had a failure
+in the last hour and each with jobs that are not paused or waiting tasks has an active agent (a
+database that is not enabled, a missed fire or an older failure does not count); 1 when a database
+is unreachable or unreadable, had a failure in the last hour, or has jobs or waiting tasks and no
+active agent (when the role may read the lease), with a one-line summary of why on stderr; 1 too when the configuration file is missing or invalid. A
 configuration without databases has nothing to check: it says so and exits 0. --json prints an
 array with one object per database (snake_case fields, times in RFC 3339, ages in seconds, the
 reasons for exit 1 in "problems"), with the same exit status.
@@ -77,10 +78,15 @@ func (d dbStatus) problems() []string {
 	case d.unreadable != nil:
 		return []string{"unreadable"}
 	}
-	if n := d.status.Runs.FailuresLastHour; n > 0 {
-		return []string{fmt.Sprintf("%d %s in the last hour", n, plural(n, "failure", "failures"))}
+	var found []string
+	st := d.status
+	if l := st.Leader; st.Enabled && l.Readable && l.Tracked && !l.Active && (st.Jobs > st.PausedJobs || (st.Tasks != nil && st.Tasks.Waiting > 0)) {
+		found = append(found, "no agent is active: its jobs and tasks do not run")
 	}
-	return nil
+	if n := st.Runs.FailuresLastHour; n > 0 {
+		found = append(found, fmt.Sprintf("%d %s in the last hour", n, plural(n, "failure", "failures")))
+	}
+	return found
 }
 
 func showStatus(c *cli.Context) error {

@@ -226,8 +226,8 @@ declined'),
 		t.Fatal(err)
 	}
 	stopped := env.run(t, "status")
-	if stopped.code != 0 {
-		t.Errorf("status with no agent: exit %d, want 0: %s", stopped.code, stopped.stderr)
+	if stopped.code != 1 || !strings.Contains(stopped.stderr, "no agent is active: its jobs and tasks do not run") {
+		t.Errorf("status with jobs and waiting tasks and no agent: exit %d, want 1 saying no agent is active: %s", stopped.code, stopped.stderr)
 	}
 	next := time.Date(2099, 12, 1, 17, 30, 0, 0, time.UTC).Local().Format(fireTimeLayout)
 	wantLines(t, "status with no agent", stopped.stdout,

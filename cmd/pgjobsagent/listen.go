@@ -26,7 +26,7 @@ const SuggestedListen = "127.0.0.1:9187"
 func listenFlags() []cli.Flag {
 	return []cli.Flag{
 		&cli.StringFlag{Name: "listen", Usage: "serve /metrics (Prometheus), /healthz and /readyz on `ADDR`, such as " + SuggestedListen + " (default: off); an address other than loopback needs --listen-token or --listen-insecure"},
-		&cli.StringFlag{Name: "listen-token", Usage: "require \"Authorization: Bearer TOKEN\" on /metrics and /readyz, TOKEN being the first line of `FILE` (which other users may not read); /healthz stays open"},
+		&cli.StringFlag{Name: "listen-token", Usage: "require \"Authorization: Bearer TOKEN\" on /metrics and /readyz, TOKEN being the first line of `FILE` (mode 600: other users may neither read nor write it); /healthz stays open"},
 		&cli.BoolFlag{Name: "listen-insecure", Usage: "allow --listen on an address other than loopback without a token: anyone who reaches it reads the metrics"},
 		&cli.IntFlag{Name: "metrics-jobs", Value: 100, Usage: "how many jobs of each database get a job_name label of their own in the metrics, the first seen first; the runs of the others count as job_name=\"" + metrics.OtherJobs + "\" (also the bound of the task groups' labels)"},
 	}
@@ -52,6 +52,9 @@ func startListener(c *cli.Context, m *metrics.Agent, master *agent.Master) (*lis
 	host, _, err := net.SplitHostPort(addr)
 	if err != nil {
 		return nil, usageError{fmt.Errorf("--listen %q: %v (give HOST:PORT, such as %s)", addr, err, SuggestedListen)}
+	}
+	if c.IsSet("listen-token") && c.Bool("listen-insecure") {
+		return nil, usageError{errors.New("--listen-token and --listen-insecure exclude each other: a token is the secure choice")}
 	}
 	var token []byte
 	if name := c.String("listen-token"); name != "" {
@@ -109,14 +112,14 @@ func loopback(host string) bool {
 }
 
 // readToken reads the token of --listen-token: the file's first line, which must not be empty, in a
-// file that other users may not read.
+// file that other users may neither read nor write.
 func readToken(name string) ([]byte, error) {
 	info, err := os.Stat(name)
 	if err != nil {
 		return nil, fmt.Errorf("--listen-token: %w", err)
 	}
-	if info.Mode().Perm()&0o004 != 0 {
-		return nil, fmt.Errorf("--listen-token %s: every user may read it (mode %04o): chmod o-r %s", name, info.Mode().Perm(), name)
+	if info.Mode().Perm()&0o066 != 0 {
+		return nil, fmt.Errorf("--listen-token %s: other users may read or write it (mode %04o): chmod 600 %s", name, info.Mode().Perm(), name)
 	}
 	data, err := os.ReadFile(name)
 	if err != nil {
@@ -138,7 +141,8 @@ func requireToken(token []byte, next http.Handler) http.Handler {
 	}
 	want := sha256.Sum256(token)
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		given, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
+		scheme, given, ok := strings.Cut(r.Header.Get("Authorization"), " ")
+		ok = ok && strings.EqualFold(scheme, "Bearer") // the scheme is case-insensitive (RFC 7235)
 		got := sha256.Sum256([]byte(strings.TrimSpace(given)))
 		if !ok || subtle.ConstantTimeCompare(got[:], want[:]) != 1 {
 			w.Header().Set("WWW-Authenticate", `Bearer realm="pgjobsagent"`)
@@ -152,6 +156,7 @@ func requireToken(token []byte, next http.Handler) http.Handler {
 // readiness is the answer of /readyz.
 type readiness struct {
 	Ready     bool            `json:"ready"`
+	Serving   bool            `json:"serving"` // false while the agent starts or stops: no database is ready
 	Databases []databaseReady `json:"databases"`
 }
 
@@ -165,12 +170,13 @@ type databaseReady struct {
 }
 
 // readyHandler answers 200 when every configured database is served (its agent active, or
-// standing by behind a live leader), else 503; both with JSON naming each database, its state and
-// why it is not ready.
+// standing by behind a live leader), else 503, and 503 while the agent starts or stops; both with JSON naming
+// each database, its state and why it is not ready.
 func readyHandler(master *agent.Master) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
-		answer := readiness{Ready: true, Databases: []databaseReady{}}
-		for _, s := range master.Status() {
+		statuses, serving := master.Status()
+		answer := readiness{Ready: serving, Serving: serving, Databases: []databaseReady{}}
+		for _, s := range statuses {
 			d := databaseReady{ID: s.ID, Database: s.Database, Ready: s.Ready(), State: string(s.State), Since: s.Since.UTC(), Reason: s.Reason}
 			if !d.Ready && d.Reason == "" {
 				d.Reason = "neither active nor standing by behind a live active agent yet"

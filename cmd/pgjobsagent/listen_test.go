@@ -42,7 +42,11 @@ func get(t *testing.T, addr, path, token string) (int, string) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if token != "" {
+	switch token {
+	case "":
+	case "lowercase-scheme":
+		req.Header.Set("Authorization", "bearer s3cret")
+	default:
 		req.Header.Set("Authorization", "Bearer "+token)
 	}
 	resp, err := http.DefaultClient.Do(req)
@@ -85,18 +89,19 @@ func TestListenServesMetricsAndReadiness(t *testing.T) {
 	}
 	labels := `{database="` + db + `",id="7"`
 	var metrics string
+	// The task gauges are read at most every 10 s: waitFor gives them 20.
 	waitFor(t, "the runs and tasks in /metrics", func() bool {
 		_, metrics = get(t, addr, "/metrics", "")
 		return hasLine(metrics, `pgjobs_job_runs_total`+labels+`,job_name="Hit",status="ok"}`, "1") &&
 			hasLine(metrics, `pgjobs_job_runs_total`+labels+`,job_name="Boom",status="error"}`, "1") &&
 			hasLine(metrics, `pgjobs_tasks_ended_total`+labels+`,state="DONE"}`, "1") &&
-			hasLine(metrics, `pgjobs_tasks_ended_total`+labels+`,state="FAIL"}`, "1")
+			hasLine(metrics, `pgjobs_tasks_ended_total`+labels+`,state="FAIL"}`, "1") &&
+			hasLine(metrics, `pgjobs_tasks{database="`+db+`",group="nightly",id="7",state="DONE"}`, "1") &&
+			hasLine(metrics, `pgjobs_tasks{database="`+db+`",group="nightly",id="7",state="FAIL"}`, "1")
 	})
 	for _, want := range [][2]string{
 		{`pgjobs_database_active` + labels + `}`, "1"},
 		{`pgjobs_database_ready` + labels + `}`, "1"},
-		{`pgjobs_tasks{database="` + db + `",group="nightly",id="7",state="DONE"}`, "1"},
-		{`pgjobs_tasks{database="` + db + `",group="nightly",id="7",state="FAIL"}`, "1"},
 		{`pgjobs_task_queue_wait_seconds_count` + labels + `}`, "2"},
 		{`pgjobs_config_last_reload_successful`, "1"},
 		{`pgjobs_build_info{`, "1"},
@@ -176,7 +181,7 @@ func TestListenOffLoopbackNeedsAToken(t *testing.T) {
 		t.Fatal(err)
 	}
 	p = startAgent(t, conf, "--listen", "0.0.0.0:0", "--listen-token", token)
-	if code := p.exitCode(t); code != 1 || !strings.Contains(p.stderr.String(), "every user may read it") {
+	if code := p.exitCode(t); code != 1 || !strings.Contains(p.stderr.String(), "other users may read or write it (mode 0644)") {
 		t.Fatalf("a world-readable token: exit %d, stderr:\n%s", code, p.stderr.String())
 	}
 	if err := os.Chmod(token, 0o600); err != nil {
@@ -193,6 +198,7 @@ func TestListenOffLoopbackNeedsAToken(t *testing.T) {
 		{"/metrics", "wrong", 401},
 		{"/readyz", "", 401},
 		{"/metrics", "s3cret", 200},
+		{"/metrics", "lowercase-scheme", 200},
 		{"/readyz", "s3cret", 200},
 		{"/healthz", "", 200},
 	} {
@@ -201,6 +207,10 @@ func TestListenOffLoopbackNeedsAToken(t *testing.T) {
 		}
 	}
 	p.stop(t, syscall.SIGTERM)
+	p = startAgent(t, conf, "--listen", "0.0.0.0:0", "--listen-token", token, "--listen-insecure")
+	if code := p.exitCode(t); code != 2 || !strings.Contains(p.stderr.String(), "exclude each other") {
+		t.Fatalf("--listen-token with --listen-insecure: exit %d, stderr:\n%s", code, p.stderr.String())
+	}
 	p = startAgent(t, conf, "--listen", "0.0.0.0:0", "--listen-insecure")
 	addr = strings.Replace(strings.Replace(p.endpoint(t), "0.0.0.0", "127.0.0.1", 1), "[::]", "127.0.0.1", 1)
 	if code, _ := get(t, addr, "/metrics", ""); code != 200 {

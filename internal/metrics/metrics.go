@@ -22,6 +22,9 @@ type Options struct {
 	MaxJobs int
 	// Version and Commit are the agent's build, for pgjobs_build_info.
 	Version, Commit string
+	// TaskReadEvery is how often, at most, the scrapes read the task tables; those in between get
+	// the last counts. 0 means 10 s; a negative value, at each scrape (for tests).
+	TaskReadEvery time.Duration
 }
 
 // Agent holds the metrics of one agent process and serves them.
@@ -84,7 +87,11 @@ func New(o Options) *Agent {
 	a.taskRetries = counter(NameTaskRetries, "Failed task runs planned again for another attempt.", dbLabels...)
 	a.taskResets = counter(NameTaskResets, "Tasks left taken or working by an agent that died, put back to PLAN to run again.", dbLabels...)
 	a.scrapeErrors = counter(NameScrapeErrors, "Reads of a database at scrape time that failed (its task gauges are then missing).", dbLabels...)
-	a.sources = &scraped{errors: a.scrapeErrors, maxLabel: func() int { return a.maxJobs }}
+	every := o.TaskReadEvery
+	if every == 0 {
+		every = defaultTaskReadEvery
+	}
+	a.sources = &scraped{errors: a.scrapeErrors, maxLabel: func() int { return a.maxJobs }, known: a.known, every: every}
 	a.reg.MustRegister(build, a.reloads, a.reloadOK, a.reloadTime, a.up, a.active, a.standby, a.ready, a.reconnects,
 		a.runs, a.startDelay, a.runDuration, a.tasksEnded, a.taskWait, a.taskRun, a.taskRetries, a.taskResets,
 		a.sources, // with a.scrapeErrors, which it counts as it reads
@@ -94,7 +101,8 @@ func New(o Options) *Agent {
 
 // Handler serves the metrics in the Prometheus exposition formats.
 func (a *Agent) Handler() http.Handler {
-	return promhttp.HandlerFor(a.reg, promhttp.HandlerOpts{ErrorHandling: promhttp.ContinueOnError})
+	// One scrape at a time: the others wait for it (up to their timeout) rather than read too.
+	return promhttp.HandlerFor(a.reg, promhttp.HandlerOpts{ErrorHandling: promhttp.ContinueOnError, MaxRequestsInFlight: 1})
 }
 
 // Registry returns the registry of the metrics, for tests that gather them.
@@ -146,6 +154,14 @@ func (a *Agent) Database(id int, name string) *Database {
 	a.databases[id] = d
 	d.State(false, false, false)
 	return d
+}
+
+// known reports whether database agent id has metrics: it is configured.
+func (a *Agent) known(id int) bool {
+	a.databasesMu.Lock()
+	defer a.databasesMu.Unlock()
+	_, ok := a.databases[id]
+	return ok
 }
 
 // Forget removes the series of database agent id, removed from the configuration.

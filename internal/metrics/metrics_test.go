@@ -41,6 +41,7 @@ func has(exposition, want string) bool {
 func TestLabelsStayBounded(t *testing.T) {
 	a := metrics.New(metrics.Options{MaxJobs: 2, Version: "v1", Commit: "abc"})
 	d := a.Database(1, "billing")
+	a.Database(2, "broken")
 	for _, job := range []string{"a", "b", "c", "d", "a"} {
 		d.Fires(job, "skipped", 1)
 	}
@@ -153,6 +154,7 @@ func TestNamesAreThoseExported(t *testing.T) {
 	a := metrics.New(metrics.Options{MaxJobs: 1})
 	a.Started(time.Now())
 	d := a.Database(1, "x")
+	a.Database(2, "")
 	at := time.Now()
 	d.RunEnded("j", "ok", &at, at, at)
 	d.Outage()

@@ -16,6 +16,11 @@ const OtherGroups = "(other)"
 // scrapeTimeout bounds what a scrape reads from the databases.
 const scrapeTimeout = 5 * time.Second
 
+// defaultTaskReadEvery is how often, at most, the scrapes read the task tables: scrapes in
+// between, from several Prometheus servers say, get the last counts, so that scraping costs the
+// databases one read of each task table every 10 s however often it comes.
+const defaultTaskReadEvery = 10 * time.Second
+
 // Source supplies what the metrics read at scrape time.
 type Source interface {
 	// Sessions returns the session budget of each server.
@@ -53,9 +58,15 @@ type TaskGroup struct {
 type scraped struct {
 	errors   *prometheus.CounterVec
 	maxLabel func() int
+	known    func(id int) bool // whether database agent id is configured: a removed one counts no error
+	every    time.Duration     // how often, at most, the task tables are read; < 0: at each scrape
 
 	mu     sync.Mutex
 	source Source
+
+	readMu sync.Mutex // one read of the task tables at a time
+	readAt time.Time  // when they were last read
+	tasks  []Tasks    // what that read found
 }
 
 var (
@@ -94,12 +105,9 @@ func (s *scraped) Collect(ch chan<- prometheus.Metric) {
 		ch <- prometheus.MustNewConstMetric(descBudget, prometheus.GaugeValue, float64(b.Budget), b.Server)
 		ch <- prometheus.MustNewConstMetric(descWaiting, prometheus.GaugeValue, float64(b.Waiting), b.Server)
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), scrapeTimeout)
-	defer cancel()
-	for _, t := range src.Tasks(ctx) {
+	for _, t := range s.readTasks(src) {
 		id := strconv.Itoa(t.ID)
 		if t.Err != nil {
-			s.errors.WithLabelValues(id, t.Database).Inc()
 			continue
 		}
 		for _, g := range boundGroups(t.Groups, s.maxLabel()) {
@@ -107,6 +115,25 @@ func (s *scraped) Collect(ch chan<- prometheus.Metric) {
 		}
 		ch <- prometheus.MustNewConstMetric(descOldest, prometheus.GaugeValue, t.OldestWaiting.Seconds(), id, t.Database)
 	}
+}
+
+// readTasks returns the task counts of the databases: read now, or by a read of the last
+// s.every. The failures of a read are counted once, when it is made.
+func (s *scraped) readTasks(src Source) []Tasks {
+	s.readMu.Lock()
+	defer s.readMu.Unlock()
+	if !s.readAt.IsZero() && time.Since(s.readAt) < s.every {
+		return s.tasks
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), scrapeTimeout)
+	defer cancel()
+	s.tasks, s.readAt = src.Tasks(ctx), time.Now()
+	for _, t := range s.tasks {
+		if t.Err != nil && s.known(t.ID) {
+			s.errors.WithLabelValues(strconv.Itoa(t.ID), t.Database).Inc()
+		}
+	}
+	return s.tasks
 }
 
 // boundGroups keeps the labels of the n groups with the most tasks and sums the others' counts

@@ -49,7 +49,8 @@ COMMENT ON VIEW pgjobs.pgj_run_requests IS 'Your requests to run a job now (pgj_
 GRANT SELECT ON pgjobs.pgj_run_requests TO PUBLIC;
 
 -- pgj_job_request_ files the caller's request to run its job p_name now, or returns the one that
--- waits already. Finding the job locks its row, so two requests for one job never race.
+-- waits already; a paused job is refused. Finding the job locks its row, so two requests for one
+-- job never race.
 CREATE FUNCTION pgjobs.pgj_job_request_(p_function text, p_name text) RETURNS bigint
 LANGUAGE plpgsql SECURITY DEFINER
 SET search_path = pgjobs, pg_catalog, pg_temp
@@ -59,6 +60,10 @@ DECLARE
     job pgj_job_ := pgj_job_find_(p_function, 1, p_name, caller);
     id bigint;
 BEGIN
+    IF job.jobpaused THEN
+        RAISE EXCEPTION '%: argument 1: job "%" is paused: it is not run', p_function, p_name
+            USING ERRCODE = 'object_not_in_prerequisite_state', HINT = 'pgj_resume_job resumes it';
+    END IF;
     SELECT reqid INTO id FROM pgj_request_ WHERE reqjobid = job.jobid AND reqtaken IS NULL;
     IF FOUND THEN
         RETURN id;
@@ -80,7 +85,7 @@ BEGIN
     RETURN pgjobs.pgj_job_request_('pgj_run_job', p_name);
 END
 $$;
-COMMENT ON FUNCTION pgjobs.pgj_run_job(text) IS 'Asks the active agent to run your job now, and returns the request''s id (pgj_run_requests): the run is recorded like any run, with that id as its request; a paused job, or one whose run goes on, is not run and the request says why';
+COMMENT ON FUNCTION pgjobs.pgj_run_job(text) IS 'Asks the active agent to run your job now, and returns the request''s id (pgj_run_requests): the run is recorded like any run, with that id as its request; a paused job is refused, and one whose run goes on is not run (the request says why)';
 
 REVOKE ALL ON FUNCTION pgjobs.pgj_job_request_(text, text), pgjobs.pgj_run_job(text) FROM PUBLIC;
 GRANT EXECUTE ON FUNCTION pgjobs.pgj_run_job(text), pgjobs.pgj_job_request_(text, text) TO PUBLIC;
