@@ -202,6 +202,9 @@ func runNextJob(c *cli.Context) error {
 	if err != nil {
 		return fmt.Errorf("next: %w", err)
 	}
+	if mixesIntervals(job.Job) && len(fires) > 1 {
+		fmt.Fprintf(c.App.ErrWriter, "pgjobs: job %q mixes an interval schedule with others: after the first fire, its interval fires are counted from that fire, while the agent counts them from its start (or takeover), so they may differ\n", name)
+	}
 	return printFires(c.App.Writer, fires)
 }
 
@@ -220,6 +223,22 @@ func plannedFires(j sqlschema.StoredJob, loc *time.Location, from time.Time, cou
 	}
 	more, err := jobs.NextFires(j, loc, planned, after, count-len(fires))
 	return append(fires, more...), err
+}
+
+// mixesIntervals reports whether a job has an interval schedule and a schedule of another kind:
+// then the interval's fires depend on the agent's anchor, which pgj_jobs does not show.
+func mixesIntervals(j sqlschema.StoredJob) bool {
+	all := append([]string{}, j.Schedules...)
+	if j.StartSchedule != nil {
+		all = append(all, *j.StartSchedule)
+	}
+	intervals := 0
+	for _, text := range all {
+		if strings.HasPrefix(strings.TrimSpace(text), "I") {
+			intervals++
+		}
+	}
+	return intervals > 0 && intervals < len(all)
 }
 
 // localZoneName returns the IANA name of the local zone, from TZ, else from the link
