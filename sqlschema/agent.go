@@ -309,10 +309,14 @@ type Request struct {
 	JobName string // as it was when asked
 }
 
-// RequestTake takes the waiting requests to run a job now for the lead of epoch, oldest first;
+// RequestTake takes, for the lead of epoch, at most max waiting requests to run a job now whose
+// job is one of planned, oldest first, and answers those whose job was paused or dropped since;
 // none when epoch no longer holds the lease.
-func RequestTake(ctx context.Context, q DB, epoch int64) ([]Request, error) {
-	rows, err := q.Query(ctx, query("request_take"), epoch)
+func RequestTake(ctx context.Context, q DB, epoch int64, planned []int, max int) ([]Request, error) {
+	if planned == nil {
+		planned = []int{}
+	}
+	rows, err := q.Query(ctx, query("request_take"), epoch, planned, max)
 	if err != nil {
 		return nil, fmt.Errorf("take the requests to run a job now: %w", err)
 	}
@@ -327,10 +331,10 @@ func RequestTake(ctx context.Context, q DB, epoch int64) ([]Request, error) {
 	return taken, nil
 }
 
-// RequestRefuse records why a request to run a job now did not run it.
-func RequestRefuse(ctx context.Context, q DB, id int64, why string) error {
-	if _, err := q.Exec(ctx, query("request_refuse"), id, why); err != nil {
-		return fmt.Errorf("record why request %d did not run its job: %w", id, err)
+// RequestRefuse records why requests to run a job now did not run them: why[i] of ids[i].
+func RequestRefuse(ctx context.Context, q DB, ids []int64, why []string) error {
+	if _, err := q.Exec(ctx, query("request_refuse"), ids, why); err != nil {
+		return fmt.Errorf("record why %d requests did not run their jobs: %w", len(ids), err)
 	}
 	return nil
 }

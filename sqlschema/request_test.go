@@ -2,6 +2,7 @@ package sqlschema_test
 
 import (
 	"context"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -64,14 +65,22 @@ func TestRunJobRequests(t *testing.T) {
 	if err := super.QueryRow(ctx, "UPDATE pgjobs.pgj_leader_ SET epoch = epoch + 1 RETURNING epoch").Scan(&epoch); err != nil {
 		t.Fatal(err)
 	}
-	if taken, err := sqlschema.RequestTake(ctx, super, epoch-1); err != nil || len(taken) != 0 {
+	var jobID int
+	if err := super.QueryRow(ctx, "SELECT jobid FROM pgjobs.pgj_job_ WHERE jobname = 'Report'").Scan(&jobID); err != nil {
+		t.Fatal(err)
+	}
+	planned := []int{jobID}
+	if taken, err := sqlschema.RequestTake(ctx, super, epoch, nil, 10); err != nil || len(taken) != 0 {
+		t.Fatalf("a job the agent does not plan yet: taken %v, %v; want it left waiting", taken, err)
+	}
+	if taken, err := sqlschema.RequestTake(ctx, super, epoch-1, planned, 10); err != nil || len(taken) != 0 {
 		t.Fatalf("a stale epoch took %v, %v", taken, err)
 	}
-	taken, err := sqlschema.RequestTake(ctx, super, epoch)
+	taken, err := sqlschema.RequestTake(ctx, super, epoch, planned, 10)
 	if err != nil || len(taken) != 1 || taken[0].ID != first || taken[0].JobName != "Report" {
 		t.Fatalf("taken %+v, %v; want request %d of Report", taken, err, first)
 	}
-	if again, err := sqlschema.RequestTake(ctx, super, epoch); err != nil || len(again) != 0 {
+	if again, err := sqlschema.RequestTake(ctx, super, epoch, planned, 10); err != nil || len(again) != 0 {
 		t.Fatalf("taken twice: %v, %v", again, err)
 	}
 	// Answered, a new request is filed for the job.
@@ -80,7 +89,7 @@ func TestRunJobRequests(t *testing.T) {
 		t.Fatalf("a request after the first was taken: %d, %v", next, err)
 	}
 	// Taken by a lead that then ended before a run was recorded: the next lead answers it.
-	if taken, err := sqlschema.RequestTake(ctx, super, epoch); err != nil || len(taken) != 1 {
+	if taken, err := sqlschema.RequestTake(ctx, super, epoch, planned, 10); err != nil || len(taken) != 1 {
 		t.Fatalf("take the second request: %v, %v", taken, err)
 	}
 	mustExec(t, super, "UPDATE pgjobs.pgj_leader_ SET epoch = epoch + 1")
@@ -96,7 +105,7 @@ func TestRunJobRequests(t *testing.T) {
 	if r, err := sqlschema.RequestRead(ctx, aliceConn, next); err != nil || r.Refused == nil || !strings.Contains(*r.Refused, "ask again") {
 		t.Fatalf("the orphan as alice reads it: %+v, %v", r, err)
 	}
-	if err := sqlschema.RequestRefuse(ctx, super, first, "not run: test"); err != nil {
+	if err := sqlschema.RequestRefuse(ctx, super, []int64{first}, []string{"not run: test"}); err != nil {
 		t.Fatal(err)
 	}
 	r, err := sqlschema.RequestRead(ctx, aliceConn, first)
@@ -106,6 +115,28 @@ func TestRunJobRequests(t *testing.T) {
 	if _, err := sqlschema.RequestRead(ctx, bobConn, first); err == nil {
 		t.Fatal("bob read alice's request")
 	}
+	// A request whose job is paused after it was filed is answered by the take, not run.
+	mustExec(t, aliceConn, "SELECT pgj_create_job('Later', 'off_line()', null, 'Daily')")
+	later, err := sqlschema.RequestRun(ctx, aliceConn, "Later")
+	if err != nil {
+		t.Fatal(err)
+	}
+	mustExec(t, aliceConn, "SELECT pgj_pause_job('Later')")
+	wantError(t, aliceConn, "SELECT pgj_run_job('Later')", "55000", `pgj_run_job: argument 1: job "Later" is paused`)
+	var laterID int
+	if err := super.QueryRow(ctx, "SELECT jobid FROM pgjobs.pgj_job_ WHERE jobname = 'Later'").Scan(&laterID); err != nil {
+		t.Fatal(err)
+	}
+	if taken, err := sqlschema.RequestTake(ctx, super, epoch+1, []int{jobID, laterID}, 10); err != nil || len(taken) != 0 {
+		t.Fatalf("the take of a paused job's request: %v, %v; want none", taken, err)
+	}
+	if r, err := sqlschema.RequestRead(ctx, aliceConn, later); err != nil || r.Refused == nil || !strings.Contains(*r.Refused, "paused or dropped") {
+		t.Fatalf("the paused job's request: %+v, %v", r, err)
+	}
+	// At most 100 requests a minute per role.
+	mustExec(t, super, fmt.Sprintf(`INSERT INTO pgjobs.pgj_request_ (reqjobid, reqjobname, reqownerid, reqby, reqtaken)
+		SELECT %d, 'Report', r.oid, r.oid, now() FROM pg_roles r, generate_series(1, 100) WHERE r.rolname = '%s'`, jobID, alice))
+	wantError(t, aliceConn, "SELECT pgj_run_job('Report')", "54000", "asked to run jobs 100 times in the last minute")
 	if led, err := sqlschema.LeaderActive(ctx, bobConn); err != nil || led != nil {
 		t.Fatalf("LeaderActive as bob: %v, %v; want unknown", led, err)
 	}

@@ -52,9 +52,6 @@ func (s *Service) afterRunsStarted() <-chan struct{} {
 // reloadEvery is how often, at most, the agent reloads the jobs when notified of changes.
 const reloadEvery = time.Second
 
-// requestEvery is how often, at most, the agent takes the requests to run a job now when notified.
-const requestEvery = 100 * time.Millisecond
-
 // Run plans and fires the jobs for a term, until the leader session is lost, another agent takes
 // the lead, or ctx ends. The runs it starts go on after it returns; Wait waits for them.
 func (s *Service) Run(ctx context.Context, t Term) error {
@@ -100,11 +97,19 @@ func (s *Service) Run(ctx context.Context, t Term) error {
 	if err := s.answerOrphans(ctx, records, t); err != nil {
 		return err
 	}
-	if err := s.takeRequests(ctx, records, t, p, reload); err != nil {
-		return err
-	}
 	requested := time.Now()
 	var requestDue <-chan time.Time
+	takeRequests := func() error {
+		requested, requestDue = time.Now(), nil
+		more, err := s.takeRequests(ctx, records, t, p)
+		if more {
+			requestDue = time.After(requestEvery)
+		}
+		return err
+	}
+	if err := takeRequests(); err != nil {
+		return err
+	}
 	var sleepLogged time.Time // the wake-up last logged: a ping or a change that moves none logs none
 	idleLogged := false
 	var warmed time.Time           // the fire whose sessions are open
@@ -175,6 +180,9 @@ func (s *Service) Run(ctx context.Context, t Term) error {
 			if err := reload(); err != nil {
 				return err
 			}
+			if err := takeRequests(); err != nil { // those of the jobs just loaded
+				return err
+			}
 		case <-t.Requests:
 			t.woke(timer)
 			if wait := requestEvery - time.Since(requested); wait > 0 {
@@ -183,20 +191,21 @@ func (s *Service) Run(ctx context.Context, t Term) error {
 				}
 				continue
 			}
-			requested = time.Now()
-			if err := s.takeRequests(ctx, records, t, p, reload); err != nil {
+			if err := takeRequests(); err != nil {
 				return err
 			}
 		case <-requestDue:
 			t.woke(timer)
-			requestDue, requested = nil, time.Now()
-			if err := s.takeRequests(ctx, records, t, p, reload); err != nil {
+			if err := takeRequests(); err != nil {
 				return err
 			}
 		case <-reloadDue:
 			t.woke(timer)
 			reloadDue = nil
 			if err := reload(); err != nil {
+				return err
+			}
+			if err := takeRequests(); err != nil { // those of the jobs just loaded
 				return err
 			}
 		case <-writePlans:

@@ -3,11 +3,18 @@ package jobs
 import (
 	"context"
 	"fmt"
+	"time"
 
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/pgjobs/pgjobs/agent/agentlog"
 	"github.com/pgjobs/pgjobs/sqlschema"
 )
+
+// requestEvery is how often, at most, the agent takes the requests to run a job now when notified.
+const requestEvery = 100 * time.Millisecond
+
+// requestTakeMax is how many requests one take takes at most; more are taken requestEvery later.
+const requestTakeMax = 100
 
 // answerOrphans answers, at the start of a term, the requests an earlier lead took but left
 // without a run recorded, except those whose runs this agent still has in flight (from its earlier
@@ -20,40 +27,39 @@ func (s *Service) answerOrphans(ctx context.Context, records *pgxpool.Pool, t Te
 	return err
 }
 
-// takeRequests takes the requests to run a job now (pgj_run_job) and starts their runs: like any
-// run, on a session of the job's owner, recorded with the request's id and no scheduled time. A
-// request for a job the agent does not plan (paused, or dropped meanwhile), or whose run goes on,
-// is answered with why it did not run. reload loads the jobs again: a job made a moment ago may
-// not be loaded yet.
-func (s *Service) takeRequests(ctx context.Context, records *pgxpool.Pool, t Term, p *planner, reload func() error) error {
-	taken, err := sqlschema.RequestTake(ctx, records, t.Epoch)
+// takeRequests takes the requests to run a job now (pgj_run_job) of the jobs p plans, and starts
+// their runs: like any run, on a session of the job's owner, recorded with the request's id and no
+// scheduled time. The take answers those whose job was paused or dropped since; those whose job
+// has a run going are answered here, in one statement. It reports whether it took as many as one
+// take may: more may wait.
+func (s *Service) takeRequests(ctx context.Context, records *pgxpool.Pool, t Term, p *planner) (more bool, err error) {
+	planned := make([]int, 0, len(p.jobs))
+	for id := range p.jobs {
+		planned = append(planned, id)
+	}
+	taken, err := sqlschema.RequestTake(ctx, records, t.Epoch, planned, requestTakeMax)
 	if err != nil || len(taken) == 0 {
-		return err
+		return false, err
 	}
+	var refused []int64
+	var why []string
 	for _, r := range taken {
-		if p.jobs[r.JobID] == nil {
-			if err := reload(); err != nil {
-				return err
-			}
-			break
-		}
-	}
-	for _, r := range taken {
-		var why string
-		if pj := p.jobs[r.JobID]; pj == nil {
-			why = fmt.Sprintf("job %s was not run: it is paused (pgj_resume_job resumes it) or no longer exists", r.JobName)
-		} else {
-			run := *pj.job // a copy: a reload changes the planner's job while the run goes on
-			s.logf(agentlog.LevelInfo, agentlog.StatusFiring, "job %s asked to run now (request %d)", run.name, r.ID)
-			why = s.fireRequested(t.Stop, &run, r.ID)
-		}
-		if why == "" {
+		pj := p.jobs[r.JobID]
+		if pj == nil { // not planned since the take read the ids: cannot happen on this goroutine
+			refused, why = append(refused, r.ID), append(why, fmt.Sprintf("job %s was not run: the agent no longer plans it", r.JobName))
 			continue
 		}
-		s.logf(agentlog.LevelEssential, agentlog.StatusFiring, "request %d: %s", r.ID, why)
-		if err := sqlschema.RequestRefuse(ctx, records, r.ID, why); err != nil {
-			return err
+		run := *pj.job // a copy: a reload changes the planner's job while the run goes on
+		s.logf(agentlog.LevelInfo, agentlog.StatusFiring, "job %s asked to run now (request %d)", run.name, r.ID)
+		if reason := s.fireRequested(t.Stop, &run, r.ID); reason != "" {
+			refused, why = append(refused, r.ID), append(why, reason)
 		}
 	}
-	return nil
+	if len(refused) > 0 {
+		s.logf(agentlog.LevelEssential, agentlog.StatusFiring, "%d of %d requests to run a job now not run; the first: %s", len(refused), len(taken), why[0])
+		if err := sqlschema.RequestRefuse(ctx, records, refused, why); err != nil {
+			return false, err
+		}
+	}
+	return len(taken) == requestTakeMax, nil
 }

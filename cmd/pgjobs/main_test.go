@@ -6,6 +6,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"sync"
 	"testing"
 
 	"github.com/pgjobs/pgjobs/internal/pgtest"
@@ -62,7 +63,14 @@ func runBinary(t *testing.T, env []string, args ...string) result {
 }
 
 // runInProcess runs pgjobs through run, as main does.
+// inProcess serializes runInProcess.
+var inProcess sync.Mutex
+
 func runInProcess(args ...string) result {
+	// One at a time: urfave/cli applies its global help and version flags (cli.HelpFlag) to each
+	// app it runs, writing them, so parallel tests running the CLI in process would race.
+	inProcess.Lock()
+	defer inProcess.Unlock()
 	var stdout, stderr bytes.Buffer
 	code := run(append([]string{"pgjobs"}, args...), &stdout, &stderr)
 	return result{stdout.String(), stderr.String(), code}

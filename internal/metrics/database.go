@@ -1,6 +1,7 @@
 package metrics
 
 import (
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -49,6 +50,7 @@ func (d *Database) Outage() {
 // jobLabel returns the job_name label of a job: its name while the database has fewer than
 // MaxJobs names, OtherJobs past them.
 func (d *Database) jobLabel(job string) string {
+	job = labelValue(job)
 	d.jobsMu.Lock()
 	defer d.jobsMu.Unlock()
 	if d.jobs[job] {
@@ -131,3 +133,7 @@ func (d *Database) TasksReset(n int) {
 	}
 	d.a.taskResets.WithLabelValues(d.id, d.name).Add(float64(n))
 }
+
+// labelValue returns s as a label value: valid UTF-8, as Prometheus requires (a role may name a job
+// or a task group with any bytes in a SQL_ASCII database), invalid bytes replaced by U+FFFD.
+func labelValue(s string) string { return strings.ToValidUTF8(s, "\uFFFD") }

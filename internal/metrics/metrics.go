@@ -147,10 +147,10 @@ func (a *Agent) Database(id int, name string) *Database {
 	}
 	a.databasesMu.Lock()
 	defer a.databasesMu.Unlock()
-	if d, ok := a.databases[id]; ok && d.name == name {
+	if d, ok := a.databases[id]; ok && d.name == labelValue(name) {
 		return d
 	}
-	d := &Database{a: a, id: strconv.Itoa(id), name: name, jobs: map[string]bool{}}
+	d := &Database{a: a, id: strconv.Itoa(id), name: labelValue(name), jobs: map[string]bool{}}
 	a.databases[id] = d
 	d.State(false, false, false)
 	return d

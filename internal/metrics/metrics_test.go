@@ -192,3 +192,31 @@ func TestNilDoesNothing(t *testing.T) {
 	a.Loaded(true, time.Now())
 	a.Forget(1)
 }
+
+// TestLabelsFromAnyBytes: a job or task group named with bytes that are not UTF-8 (a SQL_ASCII
+// database lets a role do that) reads with U+FFFD instead of panicking; a group a role named
+// "(other)" counts with the groups past the bound, never beside them.
+func TestLabelsFromAnyBytes(t *testing.T) {
+	a := metrics.New(metrics.Options{MaxJobs: 1, TaskReadEvery: -1})
+	d := a.Database(1, "ascii\xff")
+	d.Fires("J\xff", "skipped", 1)
+	at := time.Now()
+	d.RunEnded("J\xff", "ok", &at, at, at)
+	a.SetSource(source{tasks: []metrics.Tasks{{ID: 1, Database: "ascii\xff", Groups: []metrics.TaskGroup{
+		{Group: "g\xff", State: "PLAN", Count: 3}, {Group: "(other)", State: "PLAN", Count: 5}, {Group: "h", State: "PLAN", Count: 2},
+	}}}})
+	out := scrape(t, a)
+	for _, want := range []string{
+		`pgjobs_job_runs_total{database="ascii\uFFFD",id="1",job_name="J\uFFFD",status="skipped"} 1`,
+		`pgjobs_job_runs_total{database="ascii\uFFFD",id="1",job_name="J\uFFFD",status="ok"} 1`,
+		`pgjobs_tasks{database="ascii\uFFFD",group="g\uFFFD",id="1",state="PLAN"} 3`,
+		`pgjobs_tasks{database="ascii\uFFFD",group="(other)",id="1",state="PLAN"} 7`,
+	} {
+		if want = strings.ReplaceAll(want, `\uFFFD`, "\uFFFD"); !has(out, want) {
+			t.Errorf("missing %s", want)
+		}
+	}
+	if t.Failed() {
+		t.Logf("exposition:\n%s", out)
+	}
+}

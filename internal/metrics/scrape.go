@@ -4,6 +4,7 @@ import (
 	"context"
 	"slices"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -100,10 +101,18 @@ func (s *scraped) Collect(ch chan<- prometheus.Metric) {
 	if src == nil {
 		return
 	}
+	gauge := func(desc *prometheus.Desc, v float64, labels ...string) {
+		for i := range labels {
+			labels[i] = labelValue(labels[i])
+		}
+		if m, err := prometheus.NewConstMetric(desc, prometheus.GaugeValue, v, labels...); err == nil {
+			ch <- m
+		}
+	}
 	for _, b := range src.Sessions() {
-		ch <- prometheus.MustNewConstMetric(descInUse, prometheus.GaugeValue, float64(b.InUse), b.Server)
-		ch <- prometheus.MustNewConstMetric(descBudget, prometheus.GaugeValue, float64(b.Budget), b.Server)
-		ch <- prometheus.MustNewConstMetric(descWaiting, prometheus.GaugeValue, float64(b.Waiting), b.Server)
+		gauge(descInUse, float64(b.InUse), b.Server)
+		gauge(descBudget, float64(b.Budget), b.Server)
+		gauge(descWaiting, float64(b.Waiting), b.Server)
 	}
 	for _, t := range s.readTasks(src) {
 		id := strconv.Itoa(t.ID)
@@ -111,9 +120,9 @@ func (s *scraped) Collect(ch chan<- prometheus.Metric) {
 			continue
 		}
 		for _, g := range boundGroups(t.Groups, s.maxLabel()) {
-			ch <- prometheus.MustNewConstMetric(descTasks, prometheus.GaugeValue, float64(g.Count), id, t.Database, g.Group, g.State)
+			gauge(descTasks, float64(g.Count), id, t.Database, g.Group, g.State)
 		}
-		ch <- prometheus.MustNewConstMetric(descOldest, prometheus.GaugeValue, t.OldestWaiting.Seconds(), id, t.Database)
+		gauge(descOldest, t.OldestWaiting.Seconds(), id, t.Database)
 	}
 }
 
@@ -140,12 +149,27 @@ func (s *scraped) readTasks(src Source) []Tasks {
 // by state under OtherGroups.
 func boundGroups(groups []TaskGroup, n int) []TaskGroup {
 	total := map[string]int64{}
+	merged := map[[2]string]int64{} // by valid label and state: groups whose names differ only in invalid bytes are one
 	for _, g := range groups {
+		g.Group = labelValue(g.Group)
 		total[g.Group] += g.Count
+		merged[[2]string{g.Group, g.State}] += g.Count
 	}
-	if len(total) <= n {
+	groups = groups[:0:0]
+	for k, c := range merged {
+		groups = append(groups, TaskGroup{Group: k[0], State: k[1], Count: c})
+	}
+	slices.SortFunc(groups, func(a, b TaskGroup) int {
+		if a.Group != b.Group {
+			return strings.Compare(a.Group, b.Group)
+		}
+		return strings.Compare(a.State, b.State)
+	})
+	_, hasOther := total[OtherGroups]
+	if len(total) <= n && !hasOther {
 		return groups
 	}
+	delete(total, OtherGroups) // a group a role named "(other)" counts with the others, never beside them
 	names := make([]string, 0, len(total))
 	for name := range total {
 		names = append(names, name)
@@ -157,7 +181,7 @@ func boundGroups(groups []TaskGroup, n int) []TaskGroup {
 		return map[bool]int{true: -1, false: 1}[a < b]
 	})
 	kept := map[string]bool{}
-	for _, name := range names[:n] {
+	for _, name := range names[:min(n, len(names))] {
 		kept[name] = true
 	}
 	var out []TaskGroup

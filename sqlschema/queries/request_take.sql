@@ -1,7 +1,26 @@
--- Takes the waiting requests to run a job now (pgj_run_job) for the lead of epoch $1, and returns
--- each request's id, job id and job name. None when $1 no longer holds the lease: a deposed
--- agent runs nothing a new leader owns. A request is taken once: a second taker finds it taken.
+-- Takes, for the lead of epoch $1, the waiting requests to run a job now (pgj_run_job) whose job
+-- the agent plans ($2: the ids of the jobs it has loaded, none of them paused), at most $3, oldest
+-- first, and returns each one's id, job id and job name. The same statement answers the waiting
+-- requests whose job was paused or dropped since: their jobs do not run. The requests of a job
+-- made a moment ago, which the agent has not loaded yet, wait for the take after its reload.
+-- Nothing when $1 no longer holds the lease: a deposed agent runs nothing a new leader owns. A
+-- request is taken once: a second taker finds it taken.
+WITH lead AS (
+    SELECT FROM pgjobs.pgj_leader_ WHERE epoch = $1
+), gone AS (
+    UPDATE pgjobs.pgj_request_ q
+    SET reqtaken = now(), reqepoch = $1,
+        reqerror = 'job ' || q.reqjobname || ' was not run: it was paused or dropped after the request'
+    WHERE q.reqtaken IS NULL AND EXISTS (SELECT FROM lead)
+      AND NOT EXISTS (SELECT FROM pgjobs.pgj_job_ j WHERE j.jobid = q.reqjobid AND NOT j.jobpaused)
+), picked AS (
+    SELECT q.reqid FROM pgjobs.pgj_request_ q
+    WHERE q.reqtaken IS NULL AND q.reqjobid = ANY ($2::int[]) AND EXISTS (SELECT FROM lead)
+      AND EXISTS (SELECT FROM pgjobs.pgj_job_ j WHERE j.jobid = q.reqjobid AND NOT j.jobpaused)
+    ORDER BY q.reqid
+    LIMIT $3
+    FOR UPDATE OF q SKIP LOCKED
+)
 UPDATE pgjobs.pgj_request_ q SET reqtaken = now(), reqepoch = $1
-WHERE q.reqtaken IS NULL
-  AND EXISTS (SELECT FROM pgjobs.pgj_leader_ l WHERE l.epoch = $1)
+FROM picked WHERE q.reqid = picked.reqid
 RETURNING q.reqid, q.reqjobid, q.reqjobname

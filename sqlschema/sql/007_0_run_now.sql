@@ -18,6 +18,8 @@ CREATE TABLE pgjobs.pgj_request_ (
 );
 -- At most one request waits per job: asking again while one waits returns it.
 CREATE UNIQUE INDEX pgj_request_waiting ON pgjobs.pgj_request_ (reqjobid) WHERE reqtaken IS NULL;
+-- For the limit of requests per role and minute.
+CREATE INDEX pgj_request_by ON pgjobs.pgj_request_ (reqby, reqat);
 REVOKE ALL ON pgjobs.pgj_request_ FROM PUBLIC;
 
 -- The request of a run started by hand; NULL for a run on a schedule or at startup.
@@ -49,8 +51,8 @@ COMMENT ON VIEW pgjobs.pgj_run_requests IS 'Your requests to run a job now (pgj_
 GRANT SELECT ON pgjobs.pgj_run_requests TO PUBLIC;
 
 -- pgj_job_request_ files the caller's request to run its job p_name now, or returns the one that
--- waits already; a paused job is refused. Finding the job locks its row, so two requests for one
--- job never race.
+-- waits already; a paused job is refused, and so is a role past 100 requests a minute. Finding
+-- the job locks its row, so two requests for one job never race.
 CREATE FUNCTION pgjobs.pgj_job_request_(p_function text, p_name text) RETURNS bigint
 LANGUAGE plpgsql SECURITY DEFINER
 SET search_path = pgjobs, pg_catalog, pg_temp
@@ -63,6 +65,13 @@ BEGIN
     IF job.jobpaused THEN
         RAISE EXCEPTION '%: argument 1: job "%" is paused: it is not run', p_function, p_name
             USING ERRCODE = 'object_not_in_prerequisite_state', HINT = 'pgj_resume_job resumes it';
+    END IF;
+    -- A role that is no superuser files at most 100 requests a minute: a loop of requests cannot
+    -- fill the table or keep the agent taking and answering them.
+    IF NOT coalesce((SELECT rolsuper FROM pg_roles WHERE oid = caller), false)
+       AND (SELECT count(*) FROM pgj_request_ WHERE reqby = caller AND reqat > now() - interval '1 minute') >= 100 THEN
+        RAISE EXCEPTION '%: role % asked to run jobs 100 times in the last minute', p_function, pg_get_userbyid(caller)
+            USING ERRCODE = 'program_limit_exceeded', HINT = 'ask again in a minute';
     END IF;
     SELECT reqid INTO id FROM pgj_request_ WHERE reqjobid = job.jobid AND reqtaken IS NULL;
     IF FOUND THEN
