@@ -87,12 +87,19 @@ func TestRunJobNow(t *testing.T) {
 	if got.code != 1 || !strings.Contains(got.stderr, "job Slow was not run: a run of it was still going") {
 		t.Fatalf("run --wait Slow while it runs: %#v", got)
 	}
+	// A job made a moment ago runs once the agent has loaded it.
+	if _, err := cluster.ConnectAs(t, db, alice).Exec(ctx, "SELECT pgj_create_job('Fresh', 'hit()', 'Later', null)"); err != nil {
+		t.Fatal(err)
+	}
+	if got := env.on(t, "run", db, "-u", alice, "--wait", "--timeout", "20s", "Fresh"); got.code != 0 {
+		t.Fatalf("run --wait Fresh just made: %#v", got)
+	}
 	// A superuser may run anyone's job.
 	if got := env.on(t, "run", db, "-u", cluster.User(), "--wait", "Good"); got.code != 0 {
 		t.Fatalf("run --wait Good as a superuser: %#v", got)
 	}
-	if err := super.QueryRow(ctx, "SELECT count(*) FROM public.hits").Scan(&hits); err != nil || hits != 2 {
-		t.Fatalf("hits = %d (%v), want 2", hits, err)
+	if err := super.QueryRow(ctx, "SELECT count(*) FROM public.hits").Scan(&hits); err != nil || hits != 3 {
+		t.Fatalf("hits = %d (%v), want 3", hits, err)
 	}
 	// Usage.
 	for _, args := range [][]string{{"-u", alice}, {"-u", alice, "--timeout", "5s", "Good"}, {"-u", alice, "Good", "Bad"}} {
