@@ -17,11 +17,18 @@ import (
 	"github.com/pgjobs/pgjobs/sqlschema"
 )
 
-// inFlight is a job's run that waits for a session or goes on.
+// inFlight is a job's run that waits for a session or goes on. Its fields but give and request
+// are guarded by runningMu.
 type inFlight struct {
-	started bool                    // it has its session; guarded by runningMu
+	granted bool                    // it was given a session, or leave to open one
+	running bool                    // it has its session: the run goes on
 	give    context.CancelCauseFunc // ends its wait for a session
 	request int64                   // the request of a run asked for by hand; 0 otherwise
+	// next is the job's next fire, come while the run opened its session: recorded as skipped
+	// once the session is open, run in its place when the server refused it (or the run failed to
+	// start), with nextStop its term's context.
+	next     *time.Time
+	nextStop context.Context
 }
 
 // errNextFire ends the wait for a session of a run whose job's next fire has come.
@@ -31,22 +38,30 @@ var errNextFire = errors.New("its next fire came")
 // line for a session of the server's budget, until the job's next fire at the latest; a run that
 // could not start by then is recorded as an error, and the next fire waits in its place. A fire
 // while the job's previous run goes on is recorded as skipped; so is one that waits for a session
-// when the agent stops.
+// when the agent stops. A fire that comes while the previous run opens its session waits for the
+// opening: skipped when the session opens, run when the server refused it.
 func (s *Service) fire(stop context.Context, j *job, scheduled *time.Time) {
 	s.runningMu.Lock()
 	prev := s.running[j.id]
-	if prev != nil && prev.started {
+	switch {
+	case prev == nil:
+	case prev.next != nil || prev.granted && !prev.running:
+		// It opens its session (or ends, having a fire to run after it): this fire waits for that.
+		if scheduled != nil {
+			if prev.next != nil {
+				s.skipLater(j, *prev.next, "a later fire came before the previous run had opened its session")
+			}
+			prev.next, prev.nextStop = scheduled, stop
+		}
+		s.runningMu.Unlock()
+		return
+	case prev.granted:
 		s.runningMu.Unlock()
 		if scheduled != nil {
-			s.runs.Add(1)
-			go func() {
-				defer s.runs.Done()
-				s.recordSkipped(j, *scheduled, "the previous run was still going")
-			}()
+			s.skipLater(j, *scheduled, "the previous run was still going")
 		}
 		return
-	}
-	if prev != nil {
+	default:
 		// Still waiting: it gives up now, with runningMu held, so that it cannot be granted a
 		// session after this look (the budget grants under runningMu, through Hooks.Granted).
 		prev.give(errNextFire)
@@ -81,9 +96,24 @@ func (s *Service) launch(stop context.Context, j *job, scheduled *time.Time, req
 			if s.running[j.id] == f {
 				delete(s.running, j.id)
 			}
+			if next := f.next; next != nil {
+				// A fire that came while this run opened a session it did not get runs now.
+				f.next = nil
+				s.launch(f.nextStop, j, next, 0)
+				return
+			}
 			s.runningMu.Unlock()
 		}()
 		s.execute(j, scheduled, request, wait, f)
+	}()
+}
+
+// skipLater records, in the background, that the fire of j at `at` did not run, and why.
+func (s *Service) skipLater(j *job, at time.Time, why string) {
+	s.runs.Add(1)
+	go func() {
+		defer s.runs.Done()
+		s.recordSkipped(j, at, why)
 	}()
 }
 
@@ -127,14 +157,18 @@ func (s *Service) execute(j *job, scheduled *time.Time, request int64, wait cont
 		},
 		Granted: func() {
 			s.runningMu.Lock()
-			f.started = true
+			f.granted = true
 			s.runningMu.Unlock()
 		},
 		// The server refused the session: the run waits again, and the job's next fire ends its
-		// wait (recorded as not started) rather than being skipped behind a run that never began.
+		// wait (recorded as not started) rather than being skipped behind a run that never began;
+		// at once when that fire came while the session was being opened.
 		Refused: func() {
 			s.runningMu.Lock()
-			f.started = false
+			f.granted = false
+			if f.next != nil {
+				f.give(errNextFire)
+			}
 			s.runningMu.Unlock()
 			if s.cfg.OnRefused != nil {
 				s.cfg.OnRefused()
@@ -149,6 +183,16 @@ func (s *Service) execute(j *job, scheduled *time.Time, request int64, wait cont
 			result = s.notStarted(err)
 		} else {
 			result = s.failure(j, err)
+		}
+	}
+	if session != nil {
+		s.runningMu.Lock()
+		f.running = true
+		next := f.next
+		f.next = nil
+		s.runningMu.Unlock()
+		if next != nil {
+			s.skipLater(j, *next, "the previous run was still going")
 		}
 	}
 	run.Started = s.cfg.Clock.Now()
