@@ -10,6 +10,8 @@ import (
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/pgjobs/pgjobs/agent/agentlog"
 	"github.com/pgjobs/pgjobs/sqlschema"
 )
 
@@ -51,6 +53,43 @@ func (a *dbAgent) connConfig(user string) (*pgx.ConnConfig, error) {
 
 // ownStatementTimeout is the statement_timeout of the agent's own sessions.
 const ownStatementTimeout = 30 * time.Second
+
+// recordsSessions is the size of the pool of the agent's own sessions for the run history and the
+// planning; they are reserved in the server's budget while the agent leads.
+const recordsSessions = 2
+
+// recordsPool returns the pool of the agent's own sessions.
+func (a *dbAgent) recordsPool() (*pgxpool.Pool, error) {
+	a.poolsMu.Lock()
+	defer a.poolsMu.Unlock()
+	if a.records != nil {
+		return a.records, nil
+	}
+	cfg, err := a.connConfig("")
+	if err != nil {
+		return nil, err
+	}
+	poolCfg, err := pgxpool.ParseConfig("")
+	if err != nil {
+		return nil, err
+	}
+	poolCfg.ConnConfig = cfg
+	poolCfg.MaxConns = recordsSessions
+	// Its sessions stay open while the agent leads: when the server's connection slots are taken by
+	// other clients, the agent still records and plans.
+	poolCfg.MaxConnIdleTime, poolCfg.MaxConnLifetime = 24*time.Hour, 24*time.Hour
+	pool, err := pgxpool.NewWithConfig(context.Background(), poolCfg)
+	if err != nil {
+		return nil, fmt.Errorf("database %d: %w", a.db.ID, err)
+	}
+	unreserve, ok := a.budget.Reserve(recordsSessions)
+	if !ok {
+		size, fixed := a.budget.Size()
+		a.logf(agentlog.LevelEssential, agentlog.StatusStarting, "the session budget of this server (%d) is all taken by the agents' own sessions (%d): runs get one session at a time; raise the sessions setting or max_connections", size, fixed)
+	}
+	a.records, a.unreserveRecords = pool, unreserve
+	return pool, nil
+}
 
 // ownerConnConfig returns the connection settings of a session of owner, for its runs.
 func (a *dbAgent) ownerConnConfig(owner string) (*pgx.ConnConfig, error) {
@@ -95,9 +134,6 @@ func (a *dbAgent) resetPools() {
 	if a.records != nil {
 		a.records.Reset()
 	}
-	if a.taskRecords != nil {
-		a.taskRecords.Reset()
-	}
 	a.owners.Reset()
 	a.taskOwners.Reset()
 }
@@ -108,9 +144,6 @@ func (a *dbAgent) closePools() {
 	if a.records != nil {
 		a.records.Close()
 		a.unreserveRecords()
-	}
-	if a.taskRecords != nil {
-		a.taskRecords.Close()
 	}
 	a.owners.Close()
 	a.taskOwners.Close()

@@ -41,7 +41,6 @@ type dbAgent struct {
 	records *pgxpool.Pool // the agent's own sessions: run history and planning
 	// unreserveRecords gives the records' sessions back to the budget.
 	unreserveRecords func()
-	taskRecords      *pgxpool.Pool // the task service's own sessions, open while it needs them
 
 	jobs *jobs.Service
 

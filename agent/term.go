@@ -102,12 +102,8 @@ func (a *dbAgent) runServices(ctx context.Context, conn *pgx.Conn, records *pgxp
 	upkeepDue := make(chan struct{}, 1)
 	services, servicesCtx := errgroup.WithContext(context.Background())
 	services.Go(func() error { return wakeUps.listen(servicesCtx) })
-	services.Go(func() error { return a.answer(servicesCtx, wakeUps, t) })
+	services.Go(func() error { return a.answer(servicesCtx, records, t) })
 	services.Go(func() error { return a.upkeep(servicesCtx, records, upkeepDue) })
-	taskRecords, poolErr := a.taskRecordsPool()
-	if poolErr != nil {
-		return poolErr
-	}
 	tasksDrained := make(chan struct{})
 	services.Go(func() error {
 		defer close(tasksDrained)
@@ -115,7 +111,7 @@ func (a *dbAgent) runServices(ctx context.Context, conn *pgx.Conn, records *pgxp
 		defer stopTasks(nil)
 		defer context.AfterFunc(ctx, func() { stopTasks(context.Cause(ctx)) })()
 		// On a soft stop it returns once its runs have ended and their ends are written.
-		return a.tasks.Run(tasksCtx, task.Term{Epoch: t.epoch, Records: taskRecords, Wake: taskWake, UpkeepDue: upkeepDue, Stopping: ctx, Progress: t.taskProgress})
+		return a.tasks.Run(tasksCtx, task.Term{Epoch: t.epoch, Records: records, Wake: taskWake, UpkeepDue: upkeepDue, Stopping: ctx, Progress: t.taskProgress})
 	})
 	services.Go(func() error {
 		jobsCtx, stopJobs := context.WithCancelCause(servicesCtx)
@@ -202,25 +198,12 @@ func busySince(progress *atomic.Int64) time.Duration {
 // busy for watchAfter, warning of prepared transactions that hold locks on them (at the start of
 // the term too). A leader stopped as a whole (SIGSTOP,
 // a paused VM) answers nothing, and is replaced after the standby's LeaderTimeout.
-//
-// It sends its statements on the leader session, between the listener's waits: the answers and the
-// watch never wait for the record session, which the services may hold (or which may itself wait
-// on the lock of an intruder the watch has to end).
-func (a *dbAgent) answer(ctx context.Context, lead *dispatcher, t term) error {
+func (a *dbAgent) answer(ctx context.Context, records *pgxpool.Pool, t term) error {
 	tick := time.NewTicker(watchAfter / 2)
 	defer tick.Stop()
 	var answered, watched time.Time
 	warned := map[string]bool{}
-	warn := func() {
-		err := lead.do(ctx, func(ctx context.Context, conn *pgx.Conn) error {
-			a.warnPreparedLocks(ctx, conn, warned)
-			return nil
-		})
-		if err != nil && ctx.Err() == nil {
-			a.logf(agentlog.LevelDebug, agentlog.StatusStarting, "could not look for prepared transactions: %v", err)
-		}
-	}
-	warn()
+	a.warnPreparedLocks(ctx, records, warned)
 	var answerDue <-chan time.Time
 	for {
 		select {
@@ -238,10 +221,10 @@ func (a *dbAgent) answer(ctx context.Context, lead *dispatcher, t term) error {
 		case <-tick.C:
 			if busy := max(t.busyFor(), busySince(t.taskProgress)); busy >= watchAfter && time.Since(watched) >= watchAfter {
 				watched = time.Now()
-				if err := lead.do(ctx, a.endIntruders); err != nil && ctx.Err() == nil {
+				if err := a.endIntrudersOn(ctx, records); err != nil && ctx.Err() == nil {
 					a.logf(agentlog.LevelError, agentlog.StatusFiring, "%v", err)
 				}
-				warn()
+				a.warnPreparedLocks(ctx, records, warned)
 			}
 			continue
 		}
@@ -250,7 +233,7 @@ func (a *dbAgent) answer(ctx context.Context, lead *dispatcher, t term) error {
 			continue
 		}
 		answered = time.Now()
-		err := lead.do(ctx, func(ctx context.Context, conn *pgx.Conn) error { return sqlschema.LeaderAnswer(ctx, conn, t.epoch) })
+		err := sqlschema.LeaderAnswer(ctx, records, t.epoch)
 		if errors.Is(err, sqlschema.ErrLostLead) {
 			return err
 		}
@@ -289,4 +272,14 @@ func (a *dbAgent) release(conn *pgx.Conn, epoch int64) {
 	if _, err := sqlschema.LeaderRelease(ctx, conn, epoch); err != nil {
 		a.logf(agentlog.LevelDebug, agentlog.StatusStopping, "could not give the lead up: %v; a standby takes over when the session ends", err)
 	}
+}
+
+// endIntrudersOn is endIntruders on a session of the agent's pool.
+func (a *dbAgent) endIntrudersOn(ctx context.Context, records *pgxpool.Pool) error {
+	conn, err := records.Acquire(ctx)
+	if err != nil {
+		return fmt.Errorf("end the sessions of other roles locking the agent's tables: %w", err)
+	}
+	defer conn.Release()
+	return a.endIntruders(ctx, conn.Conn())
 }
