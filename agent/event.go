@@ -5,15 +5,16 @@ type Event int
 
 // The events of a database agent.
 const (
-	EventActive       Event = iota + 1 // it leads the database: its jobs fire
-	EventStandingBy                    // another agent leads the database; this one stands by
-	EventTakingOver                    // it takes the lead from another agent
-	EventLostLead                      // another agent took the lead from it
-	EventReachable                     // the database is reachable again after an outage
-	EventIdle                          // no job is planned: it sleeps until a change
-	EventIntruder                      // it ended a session of a role that locked the agent's tables
-	EventPreparedLock                  // it warned of a prepared transaction locking the agent's tables
-	EventRunRefused                    // the server refused a run's session: the run waits and tries again
+	EventActive            Event = iota + 1 // it leads the database: its jobs fire
+	EventStandingBy                         // another agent leads the database; this one stands by
+	EventTakingOver                         // it takes the lead from another agent
+	EventLostLead                           // another agent took the lead from it
+	EventReachable                          // the database is reachable again after an outage
+	EventIdle                               // no job is planned: it sleeps until a change
+	EventIntruder                           // it ended a session of a role that locked the agent's tables
+	EventPreparedLock                       // it warned of a prepared transaction locking the agent's tables
+	EventRunRefused                         // the server refused a run's session: the run waits and tries again
+	EventServicesRestarted                  // a statement of its services waited past lock_timeout: they start again, the lead kept
 )
 
 func (e Event) String() string {
@@ -36,6 +37,8 @@ func (e Event) String() string {
 		return "warned of a prepared lock"
 	case EventRunRefused:
 		return "a run's session refused"
+	case EventServicesRestarted:
+		return "services restarted"
 	}
 	return "unknown event"
 }

@@ -156,7 +156,7 @@ func (a *dbAgent) endIntruders(ctx context.Context, conn *pgx.Conn) error {
 			a.logf(agentlog.LevelError, agentlog.StatusWaiting, "warning: ended session %d of role %s: it held or waited for a lock on the agent's tables, which only the agent's roles may take", s.PID, s.Role)
 			a.event(EventIntruder)
 		} else {
-			a.logf(agentlog.LevelError, agentlog.StatusWaiting, "warning: session %d of role %s holds or waits for a lock on the agent's tables and could not be ended within 5 s", s.PID, s.Role)
+			a.logf(agentlog.LevelError, agentlog.StatusWaiting, "warning: session %d of role %s holds or waits for a lock on the agent's tables and could not be ended", s.PID, s.Role)
 		}
 	}
 	return nil

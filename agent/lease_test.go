@@ -252,3 +252,62 @@ func TestSoftStopKeepsTheLead(t *testing.T) {
 		t.Fatal("B did not take over after A stopped")
 	}
 }
+
+// TestLockTimeoutKeepsTheLead: a lock the leader's reload waits for past lock_timeout (a DBA's
+// maintenance holding pgj_job_, which the watch for intruders leaves alone) restarts the leader's
+// services in its term, with a new epoch, instead of giving the lead to the standby: the startup
+// job does not run again, and the 10:01 fire claimed ahead before the restart runs once, at 10:01.
+func TestLockTimeoutKeepsTheLead(t *testing.T) {
+	t.Parallel()
+	db := newTestDB(t)
+	db.exec(t, `SELECT pgj_create_startup_job('Hello', 'note(''Hello'')'), pgj_create_schedule('At01', 'D 01'),
+		pgj_create_job('Tick', 'note(''Tick'')', null, 'At01')`)
+	ctx := context.Background()
+	clockA := fakeclock.New(t0)
+	_, logsA := startAgent(t, clockA, db)
+	if got := db.waitRuns(t, 1); strings.Join(got, ";") != "Hello ok startup" {
+		t.Fatalf("runs = %v", got)
+	}
+	_, logsB := startAgentWith(t, fakeclock.New(t0), func(o *agent.Options) {
+		o.LeaderPing, o.LeaderTimeout = 100*time.Millisecond, 8*time.Second
+	}, db)
+	if !logsB.wait(t, 1, agent.EventStandingBy, 10*time.Second) {
+		t.Fatal("B does not stand by")
+	}
+	mustSleepUntil(t, clockA, t0.Add(58*time.Second)) // wakes early to warm and claim ahead
+	clockA.Set(t0.Add(58 * time.Second))
+	mustSleepUntil(t, clockA, t0.Add(time.Minute))
+	var epoch int64
+	if err := db.conn.QueryRow(ctx, "SELECT epoch FROM pgjobs.pgj_leader_").Scan(&epoch); err != nil {
+		t.Fatal(err)
+	}
+	dba, err := cluster.Connect(t, db.name).Begin(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer dba.Rollback(ctx)
+	if _, err := dba.Exec(ctx, "LOCK TABLE pgjobs.pgj_job_ IN ACCESS EXCLUSIVE MODE"); err != nil {
+		t.Fatal(err)
+	}
+	db.exec(t, "NOTIFY pgjobs") // the reload waits for the lock, 5 s
+	if !logsA.wait(t, 1, agent.EventServicesRestarted, 20*time.Second) {
+		t.Fatalf("the leader's services did not start again:\n%s", logsA)
+	}
+	if err := dba.Commit(ctx); err != nil {
+		t.Fatal(err)
+	}
+	clockA.Set(t0.Add(time.Minute))
+	if got := db.waitRuns(t, 2); strings.Join(got, ";") != "Hello ok startup;Tick ok 10:01" {
+		t.Fatalf("runs = %v\n%s", got, logsA)
+	}
+	var renewed int64
+	if err := db.conn.QueryRow(ctx, "SELECT epoch FROM pgjobs.pgj_leader_").Scan(&renewed); err != nil || renewed <= epoch {
+		t.Fatalf("the lease's epoch is %d (%v), want it renewed from %d", renewed, err, epoch)
+	}
+	if logsB.count(1, agent.EventTakingOver) > 0 || logsA.count(1, agent.EventLostLead) > 0 {
+		t.Fatalf("the standby took over:\n%s\n%s", logsA, logsB)
+	}
+	if got := db.runs(t); strings.Join(got, ";") != "Hello ok startup;Tick ok 10:01" || calls(t, db) != "Hello,Tick" {
+		t.Fatalf("runs %v, calls %q: want the startup job once and the 10:01 fire once", got, calls(t, db))
+	}
+}

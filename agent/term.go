@@ -66,7 +66,7 @@ func (a *dbAgent) serve(ctx context.Context, onConnected func()) error {
 	if start.lateLimit, err = sqlschema.SettingLateLimit(ctx, conn); err != nil {
 		return err
 	}
-	defer a.release(conn, epoch)
+	defer func() { a.release(conn, epoch) }() // the term's last epoch: a restart of the services renews it
 	if _, err := conn.Exec(ctx, "UNLISTEN pgjobs_leader; LISTEN pgjobs; LISTEN pgjobs_ping; LISTEN pgjobs_task; LISTEN pgjobs_run"); err != nil {
 		return fmt.Errorf("listen for changes: %w", err)
 	}
@@ -83,7 +83,45 @@ func (a *dbAgent) serve(ctx context.Context, onConnected func()) error {
 	a.logf(agentlog.LevelEssential, agentlog.StatusStarting, "active on %s as session %d", cfg.Database, server.PID)
 	a.event(EventActive)
 
-	return a.runServices(ctx, conn, records, term{epoch: epoch, termStart: start, stop: ctx, progress: &atomic.Int64{}, taskProgress: &atomic.Int64{}})
+	t := term{epoch: epoch, termStart: start, stop: ctx, progress: &atomic.Int64{}, taskProgress: &atomic.Int64{}}
+	for {
+		err := a.runServices(ctx, conn, records, t)
+		if !lockTimedOut(err) {
+			return err
+		}
+		// A statement of a service waited past lock_timeout behind another session (a DBA's
+		// maintenance, or sessions the watch ended that took long to exit): the services start again
+		// in this term, keeping the lead, rather than giving it to a standby, which would count as a
+		// start (startup jobs again, interval schedules counted anew) for a lock that passes.
+		a.logf(agentlog.LevelError, agentlog.StatusWaiting, "warning: %v; the agent keeps the lead and starts its services again", err)
+		// With a new epoch, as after a reconnect: what the services claimed and left unstarted is
+		// reset, and nothing of the old epoch is written any more.
+		if epoch, err = a.renew(ctx, conn, epoch); err != nil {
+			return err
+		}
+		a.event(EventServicesRestarted)
+		t.epoch, t.runStartup, t.resumes = epoch, false, true
+	}
+}
+
+// renew takes the lease this session holds with epoch again, with a new epoch, unless another
+// agent took it meanwhile (ErrLostLead).
+func (a *dbAgent) renew(ctx context.Context, conn *pgx.Conn, epoch int64) (int64, error) {
+	lease, err := sqlschema.LeaderLook(ctx, conn, false)
+	if err != nil {
+		return 0, err
+	}
+	if lease.Epoch != epoch {
+		return 0, sqlschema.ErrLostLead
+	}
+	renewed, _, ok, err := sqlschema.LeaderTake(ctx, conn, a.opt.Name, lease, zoneName(a.opt.Location))
+	if err != nil {
+		return 0, err
+	}
+	if !ok {
+		return 0, sqlschema.ErrLostLead
+	}
+	return renewed, nil
 }
 
 // errStopping ends a term's services when the agent stops softly, once the runs have ended.
@@ -118,7 +156,7 @@ func (a *dbAgent) runServices(ctx context.Context, conn *pgx.Conn, records *pgxp
 		defer stopJobs(nil)
 		defer context.AfterFunc(ctx, func() { stopJobs(context.Cause(ctx)) })()
 		err := a.jobs.Run(jobsCtx, jobs.Term{Epoch: t.epoch, Records: records, Stop: t.stop, Changes: t.changes, Requests: requests, UpkeepDue: upkeepDue,
-			Progress: t.progress, RunStartup: t.runStartup, Anchor: t.anchor, LateLimit: t.lateLimit})
+			Progress: t.progress, RunStartup: t.runStartup, Anchor: t.anchor, LateLimit: t.lateLimit, Resumes: t.resumes})
 		if ctx.Err() != nil {
 			t.progress.Store(0) // waiting for the runs: the answers go on
 			a.jobs.Wait()
@@ -158,6 +196,7 @@ type term struct {
 // the instant interval schedules count from, and the late_limit setting.
 type termStart struct {
 	runStartup bool
+	resumes    bool // it follows a term of this agent, with no other agent between
 	anchor     time.Time
 	lateLimit  time.Duration
 }
@@ -172,7 +211,7 @@ func (a *dbAgent) startTerm(previous *string) termStart {
 	if takeover {
 		a.anchor = a.opt.Clock.Now()
 	}
-	start := termStart{runStartup: takeover || !a.startupDone.Load(), anchor: a.anchor}
+	start := termStart{runStartup: takeover || !a.startupDone.Load(), anchor: a.anchor, resumes: previous != nil && !takeover}
 	if start.runStartup {
 		a.startupDone.Store(true)
 	}

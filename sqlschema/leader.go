@@ -114,7 +114,7 @@ func LeaderRelease(ctx context.Context, q DB, epoch int64) (bool, error) {
 type Intruder struct {
 	PID   int
 	Role  string
-	Ended bool // pg_terminate_backend ended it
+	Ended bool // pg_terminate_backend signalled it to end
 }
 
 // LeaderEndIntruders ends the sessions that hold or wait for a strong lock on pgjobs' tables and

@@ -68,6 +68,12 @@ func (s *Service) Run(ctx context.Context, t Term) error {
 	if err := s.recordMissed(ctx, records, epoch, p.missed(now)); err != nil {
 		return err
 	}
+	claimed := s.claimed // fires claimed ahead, by job
+	if t.Resumes {
+		p.resume(claimed, now)
+	} else {
+		clear(claimed) // another agent led between: they are no longer this agent's to fire
+	}
 	if t.RunStartup {
 		for _, j := range p.startupJobs() {
 			run := *j // a copy: a reload changes the planner's job while the run goes on
@@ -113,7 +119,6 @@ func (s *Service) Run(ctx context.Context, t Term) error {
 	var sleepLogged time.Time // the wake-up last logged: a ping or a change that moves none logs none
 	idleLogged := false
 	var warmed time.Time           // the fire whose sessions are open
-	claimed := map[int]claim{}     // fires claimed ahead, by job
 	var writePlans <-chan struct{} // when to record the plans changed by fires
 	var recheck <-chan time.Time   // when to look again for runs whose session ended
 	for {

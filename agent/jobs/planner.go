@@ -148,6 +148,23 @@ func (p *planner) missed(now time.Time) []missedFires {
 	return out
 }
 
+// resume plans again the fires claimed ahead by this agent's term before, with no other agent
+// between, that it never fired: those that fell due after now - lateLimit fire at their time (at
+// once when it has passed). Older ones are missed's, and claims of jobs gone are dropped.
+func (p *planner) resume(claimed map[int]claim, now time.Time) {
+	limit := now.Add(-p.lateLimit)
+	for id, c := range claimed {
+		pj, ok := p.jobs[id]
+		if !ok || !c.at.After(limit) {
+			delete(claimed, id)
+			continue
+		}
+		if pj.next.IsZero() || c.at.Before(pj.next) {
+			pj.next = c.at
+		}
+	}
+}
+
 // startupJobs returns the jobs to run when the agent starts.
 func (p *planner) startupJobs() []*job {
 	var out []*job

@@ -150,3 +150,45 @@ func TestInTurns(t *testing.T) {
 		})
 	}
 }
+
+// TestPlannerResume: the fires a term of this agent claimed ahead and never fired fire in the
+// next term, at their time, when they fell due after now - late_limit; older ones are left to
+// missed, and the claims of jobs gone are dropped.
+func TestPlannerResume(t *testing.T) {
+	t.Parallel()
+	at01 := planT0.Add(time.Minute)
+	tests := []struct {
+		name    string
+		now     time.Time
+		claimed map[int]claim
+		due     time.Time // when due is asked
+		want    string
+		kept    int // claims left
+	}{
+		{"a claim ahead whose fire is still to come fires at its time", planT0.Add(59 * time.Second),
+			map[int]claim{1: {at: at01}}, at01, "A@10:01:00", 1},
+		{"a claim whose fire passed within late_limit fires at once", at01.Add(10 * time.Second),
+			map[int]claim{1: {at: at01}}, at01.Add(10 * time.Second), "A@10:01:00", 1},
+		{"a claim older than late_limit is left to missed", at01.Add(31 * time.Second),
+			map[int]claim{1: {at: at01}}, at01.Add(31 * time.Second), "", 0},
+		{"the claim of a job gone is dropped", planT0.Add(59 * time.Second),
+			map[int]claim{9: {at: at01}}, at01, "", 0},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			p := newTestPlanner(planT0, 30*time.Second)
+			lastFire := at01 // the claim is in pgj_fire_: the load plans after it
+			s := stored(1, "A", "alice", "D 01")
+			s.LastFire = &lastFire
+			p.load([]sqlschema.StoredJob{s}, tt.now)
+			p.resume(tt.claimed, tt.now)
+			if got := fireNames(p.due(tt.due)); got != tt.want {
+				t.Errorf("due at %s = %q, want %q", tt.due.Format(time.TimeOnly), got, tt.want)
+			}
+			if len(tt.claimed) != tt.kept {
+				t.Errorf("claims left %v, want %d", tt.claimed, tt.kept)
+			}
+		})
+	}
+}

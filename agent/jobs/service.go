@@ -51,6 +51,9 @@ type Term struct {
 	RunStartup bool          // the term is a start for the database: startup jobs run
 	Anchor     time.Time     // the instant interval schedules count from
 	LateLimit  time.Duration // how late a fire no agent could run in time may still run
+	// Resumes is true when the term follows a term of this agent with no other agent between: the
+	// fires that term claimed ahead and never fired are fired in this one.
+	Resumes bool
 }
 
 // woke stops the loop's timer, if any, and marks the loop busy: it left its wait.
@@ -76,11 +79,14 @@ type Service struct {
 	recorder  recorder
 
 	foreignBusy map[int]bool // the jobs of runs of other agents recorded as running; the loop's
+	// claimed are the fires claimed ahead and not fired yet, by job; the loop's, kept from one term
+	// to the next for Term.Resumes.
+	claimed map[int]claim
 }
 
 // New returns the jobs service of a database; its runs are cancelled when runCtx ends.
 func New(runCtx context.Context, cfg Config) *Service {
-	return &Service{cfg: cfg, runCtx: runCtx, running: map[int]*inFlight{}}
+	return &Service{cfg: cfg, runCtx: runCtx, running: map[int]*inFlight{}, claimed: map[int]claim{}}
 }
 
 // Wait waits until the runs in flight have ended and been recorded.
