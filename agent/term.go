@@ -84,25 +84,34 @@ func (a *dbAgent) serve(ctx context.Context, onConnected func()) error {
 	a.event(EventActive)
 
 	t := term{epoch: epoch, termStart: start, stop: ctx, progress: &atomic.Int64{}, taskProgress: &atomic.Int64{}}
+	var restarted time.Time // the services' last restart
 	for {
 		err := a.runServices(ctx, conn, records, t)
-		if !lockTimedOut(err) {
-			return err
-		}
 		// A statement of a service waited past lock_timeout behind another session (a DBA's
 		// maintenance, or sessions the watch ended that took long to exit): the services start again
 		// in this term, keeping the lead, rather than giving it to a standby, which would count as a
-		// start (startup jobs again, interval schedules counted anew) for a lock that passes.
+		// start (startup jobs again, interval schedules counted anew) for a lock that passes. Not
+		// twice within restartWithin: locks that do not pass end the term as any failure does, so
+		// that a leader that fires nothing does not keep the lead by restarting.
+		if !lockTimedOut(err) || (!restarted.IsZero() && time.Since(restarted) < restartWithin) {
+			return err
+		}
 		a.logf(agentlog.LevelError, agentlog.StatusWaiting, "warning: %v; the agent keeps the lead and starts its services again", err)
 		// With a new epoch, as after a reconnect: what the services claimed and left unstarted is
 		// reset, and nothing of the old epoch is written any more.
-		if epoch, err = a.renew(ctx, conn, epoch); err != nil {
+		renewed, err := a.renew(ctx, conn, epoch)
+		if err != nil {
 			return err
 		}
+		epoch, restarted = renewed, time.Now()
 		a.event(EventServicesRestarted)
 		t.epoch, t.runStartup, t.resumes = epoch, false, true
 	}
 }
+
+// restartWithin is how long after a restart of a term's services a second lock timeout ends the
+// term instead.
+const restartWithin = time.Minute
 
 // renew takes the lease this session holds with epoch again, with a new epoch, unless another
 // agent took it meanwhile (ErrLostLead).

@@ -60,9 +60,11 @@ func (s *Service) fireClaimed(ctx context.Context, records *pgxpool.Pool, t Term
 			stale = stale || time.Since(c.when) > claimFresh
 		} else {
 			ids, ats = append(ids, f.job.id), append(ats, f.at)
+			delete(claimed, f.job.id) // a claim of another fire time: passed over
 		}
-		delete(claimed, f.job.id)
 	}
+	// A claim ahead is dropped only once its fire is handed to a run or recorded: a statement
+	// below that fails (and restarts the services) leaves it for the next term (Term.Resumes).
 	if stale {
 		if holds, err := sqlschema.LeaderHolds(ctx, records, t.Epoch); err != nil {
 			return err
@@ -75,14 +77,20 @@ func (s *Service) fireClaimed(ctx context.Context, records *pgxpool.Pool, t Term
 		if err != nil {
 			return err
 		}
+		at := make(map[int]time.Time, len(ids))
+		for i, id := range ids {
+			at[id] = ats[i]
+		}
 		for _, c := range got {
 			ok[c.JobID] = c.Owner
+			claimed[c.JobID] = claim{at: at[c.JobID], owner: c.Owner, when: time.Now()} // until handled below
 		}
 	}
 	now := s.cfg.Clock.Now()
 	for _, f := range fires {
 		owner, mine := ok[f.job.id]
 		if !mine {
+			delete(claimed, f.job.id)
 			s.logf(agentlog.LevelInfo, agentlog.StatusFiring, "job %s: the fire of %s was claimed by another agent", f.job.name, f.at.Format(time.RFC3339))
 			continue
 		}
@@ -93,11 +101,13 @@ func (s *Service) fireClaimed(ctx context.Context, records *pgxpool.Pool, t Term
 			if err := sqlschema.RunRecord(ctx, records, s.unrun(f.job, f.at, sqlschema.RunMissed, msg)); err != nil {
 				return err
 			}
+			delete(claimed, f.job.id)
 			s.cfg.Metrics.Fires(f.job.name, string(sqlschema.RunMissed), 1)
 			continue
 		} else if late > lateTolerance {
 			s.logf(agentlog.LevelEssential, agentlog.StatusFiring, "job %s: the fire of %s runs %s late: no agent could run it in time (late_limit %s)", f.job.name, f.at.Format(time.RFC3339), late.Round(time.Millisecond), t.LateLimit)
 		}
+		delete(claimed, f.job.id) // handed to its run, or recorded as skipped
 		if s.foreignBusy[f.job.id] {
 			s.recordSkipped(f.job, f.at, "a run of another agent was still going")
 			continue

@@ -65,7 +65,7 @@ func (s *Service) Run(ctx context.Context, t Term) error {
 	}
 	now := s.cfg.Clock.Now()
 	p.load(stored, now)
-	if err := s.recordMissed(ctx, records, epoch, p.missed(now)); err != nil {
+	if err := s.recordMissed(ctx, records, epoch, p.missed(now, s.inFlight)); err != nil {
 		return err
 	}
 	claimed := s.claimed // fires claimed ahead, by job

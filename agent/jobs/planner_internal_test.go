@@ -86,7 +86,7 @@ func TestPlannerFirstLoadOfATerm(t *testing.T) {
 	now := planT0.Add(20 * time.Second)
 	p := newTestPlanner(planT0.Add(-time.Hour), 30*time.Second)
 	p.load([]sqlschema.StoredJob{j}, now)
-	missed := p.missed(now)
+	missed := p.missed(now, func(int) bool { return false })
 	if len(missed) != 1 || missed[0].count != 10 || !missed[0].first.Equal(planned) || !missed[0].last.Equal(planT0.Add(-time.Minute)) {
 		t.Fatalf("missed = %+v, want 10 fires from 09:50 to 09:59", missed)
 	}

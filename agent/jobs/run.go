@@ -130,6 +130,13 @@ func (s *Service) requestsInFlight() []int64 {
 	return ids
 }
 
+// inFlight reports whether a run of job id waits for a session or goes on.
+func (s *Service) inFlight(id int) bool {
+	s.runningMu.Lock()
+	defer s.runningMu.Unlock()
+	return s.running[id] != nil
+}
+
 // InFlight returns how many runs wait for a session or go on.
 func (s *Service) InFlight() int {
 	s.runningMu.Lock()
