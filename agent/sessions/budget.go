@@ -26,6 +26,11 @@ type Budget struct {
 	// OldestAfter is how long a run may wait in line before the lines of one owner are served
 	// oldest run first rather than by the runs waiting per session held; 0 means 1 s.
 	OldestAfter time.Duration
+	// StartingMax is the most runs that may be starting at once (granted a session less than
+	// StartingFor ago, see starts.go); 0 means DefaultStartingMax.
+	StartingMax int
+	// StartingFor is how long a run counts as starting; 0 means 50 ms.
+	StartingFor time.Duration
 
 	mu         sync.Mutex
 	size       int                   // the sessions in all; 0 until known
@@ -51,6 +56,9 @@ type Budget struct {
 	holds      map[key]time.Duration // how long a run of each line holds its session, on average
 	lastBack   map[key]time.Time     // when a run of each line last gave its session back
 	heldBack   bool                  // a line was refused a move since the lines were last served
+	starts     []*start              // the runs counted as starting, oldest first (some done)
+	startingN  int                   // the runs starting: of starts, those not done
+	startTimer *time.Timer           // serves the lines when the oldest starting run stops counting
 }
 
 // key names a line: the runs of one owner in one database.
@@ -69,8 +77,9 @@ type waiter struct {
 
 // grant is what a waiter is given: a session, or leave to open one; neither when its pool closed.
 type grant struct {
-	s    *Session
-	open bool
+	s     *Session
+	open  bool
+	start *start // the run counted as starting
 }
 
 // NewBudget returns a budget of size sessions; 0 means a share of the server's connections, set by
@@ -228,7 +237,7 @@ func (b *Budget) closed(owner string) {
 // held.
 func (b *Budget) takeIdle(k key) *Session {
 	p := k.pool
-	if p.lent >= p.max || p.lentBy[k.owner] >= share(p.max) {
+	if p.lent >= p.max || p.lentBy[k.owner] >= share(p.max) || b.startsFull() {
 		return nil
 	}
 	for i := len(b.idle) - 1; i >= 0; i-- {

@@ -53,6 +53,9 @@ func (b *Budget) stuckSince(k key) time.Time {
 // roomToRun is room for a run of line k: closing another line's idle session only when that is
 // worth it. b.mu is held.
 func (b *Budget) roomToRun(k key) (evict *Session, ok bool) {
+	if b.startsFull() {
+		return nil, false // the start timer serves the lines again
+	}
 	evict, ok = b.room(k)
 	if evict != nil && !b.worthMoving(k) {
 		b.heldBack = true // dispatch then arms the timer that serves k once moving is worth it

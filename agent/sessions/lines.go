@@ -40,6 +40,10 @@ func (b *Budget) dispatch() {
 			b.permit(k, evict)
 			g.open = true
 		}
+		g.start = b.beginStart()
+		if g.s != nil {
+			g.s.start = g.start
+		}
 		w := b.pop(k)
 		if b.granted(k, g, w.hooks, w.ctx) {
 			w.grant <- g
@@ -114,7 +118,7 @@ func (b *Budget) held(k key) int {
 // hasIdle reports whether line k has an idle session of its own it may take. b.mu is held.
 func (b *Budget) hasIdle(k key) bool {
 	p := k.pool
-	if p.lent >= p.max || p.lentBy[k.owner] >= share(p.max) {
+	if p.lent >= p.max || p.lentBy[k.owner] >= share(p.max) || b.startsFull() {
 		return false
 	}
 	for _, s := range b.idle {

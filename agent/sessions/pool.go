@@ -45,6 +45,7 @@ type Session struct {
 	idleSince time.Time
 	keepUntil time.Time // warmed for a fire: no other line closes it before then
 	lentAt    time.Time // when a run was given it; zero while no run holds it
+	start     *start    // its run counted as starting; guarded by the budget's lock
 }
 
 // NewPool returns a pool lending at most max sessions at once from b, opened with open within ctx.
@@ -96,6 +97,12 @@ func (p *Pool) Acquire(ctx context.Context, owner string, hooks Hooks) (*Session
 					g.open = true
 				}
 			}
+			if g.s != nil || g.open {
+				g.start = b.beginStart()
+			}
+			if g.s != nil {
+				g.s.start = g.start
+			}
 			if (g.s != nil || g.open) && !b.granted(k, g, hooks, ctx) {
 				b.dispatch()
 				b.unlock()
@@ -142,9 +149,13 @@ func (p *Pool) Acquire(ctx context.Context, owner string, hooks Hooks) (*Session
 		if err == nil {
 			s.lentAt = time.Now()
 			s.Runs++
+			b.mu.Lock()
+			s.start = g.start
+			b.mu.Unlock()
 			return s, nil
 		}
 		b.mu.Lock()
+		b.endStart(g.start)
 		b.unlend(k)
 		b.closed(owner)
 		refused := Refused(err) && ctx.Err() == nil && p.ctx.Err() == nil
@@ -175,6 +186,7 @@ func (b *Budget) granted(k key, g grant, hooks Hooks, ctx context.Context) bool 
 	if ctx.Err() == nil {
 		return true
 	}
+	b.endStart(g.start)
 	if g.s != nil {
 		b.giveBack(g.s, true)
 	} else {
@@ -227,6 +239,7 @@ func (b *Budget) cancel(k key, w *waiter) {
 	}
 	select {
 	case g := <-w.grant:
+		b.endStart(g.start)
 		switch {
 		case g.s != nil:
 			b.giveBack(g.s, true)
@@ -291,6 +304,8 @@ func (s *Session) giveBack(keep bool) {
 // giveBack counts a lent session back: idle when keep, else closed. The caller serves the lines
 // then. b.mu is held.
 func (b *Budget) giveBack(s *Session, keep bool) {
+	b.endStart(s.start)
+	s.start = nil
 	b.unlend(s.key)
 	if !s.lentAt.IsZero() {
 		b.heldFor(s.key, time.Since(s.lentAt))
