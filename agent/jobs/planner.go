@@ -109,9 +109,9 @@ func (p *planner) load(stored []sqlschema.StoredJob, now time.Time) {
 // missed returns, per job, the fires that passed before now - lateLimit without being
 // claimed: after the latest claimed fire, or else from the fire planned before, and after the job
 // was last resumed. The latest claimed fire itself counts when it has no run row, unless
-// inFlight(job id) says this agent's run of the job waits for a session or goes on: its run
+// inFlight(job id, fire) says this agent's run of that fire waits for a session or goes on: its run
 // records it.
-func (p *planner) missed(now time.Time, inFlight func(id int) bool) []missedFires {
+func (p *planner) missed(now time.Time, inFlight func(id int, at time.Time) bool) []missedFires {
 	limit := now.Add(-p.lateLimit)
 	var out []missedFires
 	for _, id := range p.order {
@@ -129,7 +129,7 @@ func (p *planner) missed(now time.Time, inFlight func(id int) bool) []missedFire
 			after = *j.resumed // the fires of a pause are not missed
 		}
 		var m missedFires
-		if j.lastFire != nil && !j.lastRun && !j.lastFire.After(limit) && (j.resumed == nil || j.lastFire.After(*j.resumed)) && !inFlight(id) {
+		if j.lastFire != nil && !j.lastRun && !j.lastFire.After(limit) && (j.resumed == nil || j.lastFire.After(*j.resumed)) && !inFlight(id, *j.lastFire) {
 			// Claimed ahead by an agent that stopped before its run was recorded.
 			m = missedFires{job: j, first: *j.lastFire, last: *j.lastFire, count: 1}
 		}

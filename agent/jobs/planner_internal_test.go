@@ -86,7 +86,7 @@ func TestPlannerFirstLoadOfATerm(t *testing.T) {
 	now := planT0.Add(20 * time.Second)
 	p := newTestPlanner(planT0.Add(-time.Hour), 30*time.Second)
 	p.load([]sqlschema.StoredJob{j}, now)
-	missed := p.missed(now, func(int) bool { return false })
+	missed := p.missed(now, func(int, time.Time) bool { return false })
 	if len(missed) != 1 || missed[0].count != 10 || !missed[0].first.Equal(planned) || !missed[0].last.Equal(planT0.Add(-time.Minute)) {
 		t.Fatalf("missed = %+v, want 10 fires from 09:50 to 09:59", missed)
 	}
@@ -188,6 +188,41 @@ func TestPlannerResume(t *testing.T) {
 			}
 			if len(tt.claimed) != tt.kept {
 				t.Errorf("claims left %v, want %d", tt.claimed, tt.kept)
+			}
+		})
+	}
+}
+
+// TestPlannerMissedLeavesAFireInFlight: a fire claimed and never recorded, older than late_limit,
+// is missed unless this agent's run of that very fire waits for a session or goes on; a run of
+// another fire of the job does not hold it back (found by the code review).
+func TestPlannerMissedLeavesAFireInFlight(t *testing.T) {
+	t.Parallel()
+	at01 := planT0.Add(time.Minute)
+	now := at01.Add(40 * time.Second)
+	tests := []struct {
+		name     string
+		inFlight func(int, time.Time) bool
+		want     int // missed fires
+	}{
+		{"no run in flight", func(int, time.Time) bool { return false }, 1},
+		{"the run of 10:01 waits for a session", func(id int, at time.Time) bool { return id == 1 && at.Equal(at01) }, 0},
+		{"only the run of 10:00 goes on", func(id int, at time.Time) bool { return id == 1 && at.Equal(planT0) }, 1},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			p := newTestPlanner(planT0, 30*time.Second)
+			lastFire := at01
+			s := stored(1, "A", "alice", "D 01")
+			s.LastFire = &lastFire
+			p.load([]sqlschema.StoredJob{s}, now)
+			got := 0
+			for _, m := range p.missed(now, tt.inFlight) {
+				got += m.count
+			}
+			if got != tt.want {
+				t.Errorf("missed %d fires, want %d", got, tt.want)
 			}
 		})
 	}

@@ -20,10 +20,11 @@ import (
 // inFlight is a job's run that waits for a session or goes on. Its fields but give and request
 // are guarded by runningMu.
 type inFlight struct {
-	granted bool                    // it was given a session, or leave to open one
-	running bool                    // it has its session: the run goes on
-	give    context.CancelCauseFunc // ends its wait for a session
-	request int64                   // the request of a run asked for by hand; 0 otherwise
+	granted   bool                    // it was given a session, or leave to open one
+	running   bool                    // it has its session: the run goes on
+	give      context.CancelCauseFunc // ends its wait for a session
+	request   int64                   // the request of a run asked for by hand; 0 otherwise
+	scheduled *time.Time              // the fire it runs; nil for a startup run or one asked for by hand
 	// next is the job's next fire, come while the run opened its session: recorded as skipped
 	// once the session is open, run in its place when the server refused it (or the run failed to
 	// start), with nextStop its term's context.
@@ -84,7 +85,7 @@ func (s *Service) fireRequested(stop context.Context, j *job, request int64) (re
 // launch starts a run in the background; runningMu is held, and launch releases it.
 func (s *Service) launch(stop context.Context, j *job, scheduled *time.Time, request int64) {
 	wait, give := context.WithCancelCause(stop)
-	f := &inFlight{give: give, request: request}
+	f := &inFlight{give: give, request: request, scheduled: scheduled}
 	s.running[j.id] = f
 	s.runningMu.Unlock()
 	s.runs.Add(1)
@@ -130,11 +131,13 @@ func (s *Service) requestsInFlight() []int64 {
 	return ids
 }
 
-// inFlight reports whether a run of job id waits for a session or goes on.
-func (s *Service) inFlight(id int) bool {
+// inFlight reports whether the run of job id's fire at `at` waits for a session or goes on, or
+// waits to run after the job's run before.
+func (s *Service) inFlight(id int, at time.Time) bool {
 	s.runningMu.Lock()
 	defer s.runningMu.Unlock()
-	return s.running[id] != nil
+	f := s.running[id]
+	return f != nil && (f.scheduled != nil && f.scheduled.Equal(at) || f.next != nil && f.next.Equal(at))
 }
 
 // InFlight returns how many runs wait for a session or go on.

@@ -149,8 +149,10 @@ func (p *Pool) Acquire(ctx context.Context, owner string, hooks Hooks) (*Session
 		if err == nil {
 			s.lentAt = time.Now()
 			s.Runs++
+			// Its run starts now: the opening counted as starting too, and StartingFor runs anew.
 			b.mu.Lock()
-			s.start = g.start
+			b.endStart(g.start)
+			s.start = b.beginStart()
 			b.mu.Unlock()
 			return s, nil
 		}

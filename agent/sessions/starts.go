@@ -17,7 +17,8 @@ import (
 func DefaultStartingMax() int { return max(16, 8*runtime.NumCPU()) }
 
 // start is one run counted as starting, from its grant until it gives its session back or
-// StartingFor has passed.
+// StartingFor has passed since the run had its session (a session opened for it counts from the
+// end of the opening).
 type start struct {
 	until time.Time
 	done  bool
