@@ -432,19 +432,7 @@ func TestRefusedRunEndsAtTheNextFire(t *testing.T) {
 		t.Fatal(err)
 	}
 	clock := fakeclock.New(t0)
-	var hogs []*pgx.Conn
-	for {
-		cfg, err := small.ConnConfig(db.name)
-		if err != nil {
-			t.Fatal(err)
-		}
-		cfg.User = other
-		conn, err := pgx.ConnectConfig(ctx, cfg)
-		if err != nil {
-			break
-		}
-		hogs = append(hogs, conn)
-	}
+	hogs := takeEverySlot(t, small, db.name, other)
 	_, logs := startAgent(t, clock, db)
 	mustSleepUntil(t, clock, t0.Add(time.Minute))
 	clock.Set(t0.Add(time.Minute))

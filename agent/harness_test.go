@@ -257,3 +257,22 @@ func endLeaderSession(t *testing.T, db testDB) {
 		t.Fatalf("ended %d of the agent's sessions: %v", ended, err)
 	}
 }
+
+// takeEverySlot opens sessions of role on database of c until the server refuses one, and returns
+// them: the server's connection slots are taken by another client.
+func takeEverySlot(t *testing.T, c *pgtest.Cluster, database, role string) []*pgx.Conn {
+	t.Helper()
+	var hogs []*pgx.Conn
+	for {
+		cfg, err := c.ConnConfig(database)
+		if err != nil {
+			t.Fatal(err)
+		}
+		cfg.User = role
+		conn, err := pgx.ConnectConfig(context.Background(), cfg)
+		if err != nil {
+			return hogs
+		}
+		hogs = append(hogs, conn)
+	}
+}

@@ -9,7 +9,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/jackc/pgx/v5"
 	"github.com/pgjobs/pgjobs/agent"
 	"github.com/pgjobs/pgjobs/internal/fakeclock"
 	"github.com/pgjobs/pgjobs/internal/pgtest"
@@ -100,19 +99,7 @@ func TestRestartLeavesAWaitingRunItsFire(t *testing.T) {
 	}
 	defer dba.Rollback(ctx)
 	clock := fakeclock.New(t0)
-	var hogs []*pgx.Conn
-	for {
-		cfg, err := small.ConnConfig(db.name)
-		if err != nil {
-			t.Fatal(err)
-		}
-		cfg.User = other
-		conn, err := pgx.ConnectConfig(ctx, cfg)
-		if err != nil {
-			break
-		}
-		hogs = append(hogs, conn)
-	}
+	hogs := takeEverySlot(t, small, db.name, other)
 	_, logs := startAgent(t, clock, db)
 	mustSleepUntil(t, clock, t0.Add(time.Minute))
 	clock.Set(t0.Add(time.Minute))
