@@ -69,7 +69,7 @@ func newDBAgent(db Database, opt Options, runCtx context.Context, budget *sessio
 	a.status.s = DatabaseStatus{ID: db.ID, Database: db.name(), State: StateStarting, Since: opt.Clock.Now()}
 	a.metrics.State(false, false, false)
 	a.owners = budget.NewPool(runCtx, opt.MaxRuns, a.openOwnerSession)
-	a.taskOwners = budget.NewPool(runCtx, opt.TaskRuns, a.openOwnerSession)
+	a.taskOwners = budget.NewUnwarmedPool(runCtx, opt.TaskRuns, a.openOwnerSession)
 	a.tasks = task.New(runCtx, task.Config{
 		Clock: opt.Clock, Location: opt.Location, Log: a.log, Sessions: a.taskOwners, Slots: opt.TaskRuns, Metrics: a.metrics,
 		OnWritten: func() {

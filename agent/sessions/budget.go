@@ -39,7 +39,7 @@ type Budget struct {
 	open       int                   // lent or idle sessions, and those being opened
 	byOwner    map[string]int        // open of each owner
 	lentBy     map[string]int        // lent of each owner, in all pools
-	pools      int                   // pools open: warming takes no more than a share each
+	warming    map[*Pool]bool        // the open pools whose runs are warmed for: each warms a share
 	idle       []*Session            // open and unused, oldest first
 	lines      map[key][]*waiter     // runs waiting, by owner and database
 	turns      []key                 // the lines in the order they take turns
@@ -85,7 +85,7 @@ type grant struct {
 // NewBudget returns a budget of size sessions; 0 means a share of the server's connections, set by
 // Learn once a database agent has connected.
 func NewBudget(size int) *Budget {
-	return &Budget{size: size, configured: size > 0, byOwner: map[string]int{}, lentBy: map[string]int{}, lines: map[key][]*waiter{}, ownerPause: map[string]*backoff{}}
+	return &Budget{size: size, configured: size > 0, byOwner: map[string]int{}, lentBy: map[string]int{}, lines: map[key][]*waiter{}, ownerPause: map[string]*backoff{}, warming: map[*Pool]bool{}}
 }
 
 // DefaultShare is the share of the connections a server accepts from ordinary roles that the agent
@@ -183,8 +183,9 @@ func closeConn(c *pgx.Conn) {
 }
 
 // room reports whether the line k may have a session it has to open, after closing evict (nil when
-// there is room without). b.mu is held.
-func (b *Budget) room(k key) (evict *Session, ok bool) {
+// there is room without): the oldest idle session it may close, but none that spare (if not nil)
+// keeps. b.mu is held.
+func (b *Budget) room(k key, spare func(*Session) bool) (evict *Session, ok bool) {
 	p := k.pool
 	if p.closed || p.lent >= p.max || p.lentBy[k.owner] >= share(p.max) {
 		return nil, false
@@ -199,7 +200,7 @@ func (b *Budget) room(k key) (evict *Session, ok bool) {
 	}
 	now := time.Now()
 	for _, s := range b.idle { // the oldest first
-		if s.key != k && (!ownerFull || s.key.owner == k.owner) && !now.Before(s.keepUntil) {
+		if s.key != k && (!ownerFull || s.key.owner == k.owner) && !now.Before(s.keepUntil) && (spare == nil || !spare(s)) {
 			return s, true
 		}
 	}

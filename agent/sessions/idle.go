@@ -1,8 +1,6 @@
 package sessions
 
 import (
-	"context"
-	"sync"
 	"time"
 )
 
@@ -77,81 +75,6 @@ func (b *Budget) idleTimeout() time.Duration {
 	return 5 * time.Minute
 }
 
-// Warm opens sessions of owner ahead of a fire until n are idle, as far as no run waits and the
-// pool stays within an even share of the budget among the pools; these n are kept for the fire
-// for KeepWarmed. When the budget is full, it closes for each an idle session of a pool holding
-// more than its share: sessions move between databases ahead of a busy minute, not at it. It
-// returns when they are open.
-func (p *Pool) Warm(ctx context.Context, owner string, n int) {
-	b := p.budget
-	k := key{p, owner}
-	b.mu.Lock()
-	permits := 0
-	if len(b.turns) == 0 && !p.closed {
-		share := max(1, (b.lendable()+b.pools-1)/max(1, b.pools)) // rounded up: the whole budget is warmed
-		n = min(n, share-p.lent)
-		for _, s := range b.idle {
-			if s.key == k && n > 0 {
-				b.keep(s)
-				n--
-			}
-		}
-		for ; permits < n; permits++ {
-			evict, ok := b.room(k)
-			if !ok {
-				break
-			}
-			if evict != nil {
-				if evict = b.overShare(k, share); evict == nil {
-					break
-				}
-			}
-			b.permit(k, evict)
-		}
-	}
-	b.unlock()
-	var opening sync.WaitGroup
-	for range permits {
-		opening.Add(1)
-		go func() {
-			defer opening.Done()
-			s, err := p.openSession(ctx, owner)
-			b.mu.Lock()
-			defer b.unlock()
-			if err != nil {
-				b.unlend(k)
-				b.closed(owner)
-				if Refused(err) {
-					b.refused(k, err)
-				}
-				b.dispatch()
-				return
-			}
-			b.giveBack(s, true)
-			b.keep(s)
-			b.dispatch()
-		}()
-	}
-	opening.Wait()
-}
-
-// overShare returns the oldest idle session line k may close to open its own, of a pool that holds
-// more than share sessions (lent or idle); nil when there is none. b.mu is held.
-func (b *Budget) overShare(k key, share int) *Session {
-	held := map[*Pool]int{}
-	for _, s := range b.idle {
-		held[s.key.pool]++
-	}
-	ownerFull := b.byOwner[k.owner] >= b.ownerLimit()
-	now := time.Now()
-	for _, s := range b.idle { // the oldest first
-		if s.key.pool != k.pool && held[s.key.pool]+s.key.pool.lent > share && (!ownerFull || s.key.owner == k.owner) && !now.Before(s.keepUntil) {
-			return s
-		}
-	}
-	return nil
-}
-
 // Reset closes the pool's idle sessions: after an outage they may be as dead as the leader's.
 func (p *Pool) Reset() {
 	b := p.budget
@@ -167,9 +90,7 @@ func (p *Pool) Close() {
 	b := p.budget
 	b.mu.Lock()
 	defer b.unlock()
-	if !p.closed {
-		b.pools--
-	}
+	delete(b.warming, p)
 	p.closed = true
 	b.forget(p)
 	p.closeIdle()

@@ -48,11 +48,20 @@ type Session struct {
 	start     *start    // its run counted as starting; guarded by the budget's lock
 }
 
-// NewPool returns a pool lending at most max sessions at once from b, opened with open within ctx.
+// NewPool returns a pool lending at most max sessions at once from b, opened with open within ctx,
+// whose sessions are warmed ahead of its runs (Warm): the budget is shared evenly between such
+// pools ahead of a busy minute.
 func (b *Budget) NewPool(ctx context.Context, max int, open Opener) *Pool {
+	p := b.NewUnwarmedPool(ctx, max, open)
 	b.mu.Lock()
-	b.pools++
+	b.warming[p] = true
 	b.mu.Unlock()
+	return p
+}
+
+// NewUnwarmedPool is NewPool for a pool that never warms sessions ahead (its runs come unannounced,
+// as tasks do): it takes no share of the warming.
+func (b *Budget) NewUnwarmedPool(ctx context.Context, max int, open Opener) *Pool {
 	return &Pool{budget: b, ctx: ctx, open: open, max: max, lentBy: map[string]int{}}
 }
 

@@ -83,8 +83,8 @@ func (b *Budget) paused(k key) bool {
 
 // armRetry makes sure the lines are served again when the earliest pause ends, or when the first
 // run of a line has waited OldestAfter or its line's sessions have been out for twice the time a
-// session takes to open (it may then close another line's idle session, see worthMoving). b.mu is
-// held.
+// session takes to open (it may then close another line's idle session, see worthMoving), or when
+// an idle session has been idle for the time a session takes to open (see awaited). b.mu is held.
 func (b *Budget) armRetry() {
 	now := time.Now()
 	var at time.Time
@@ -102,6 +102,11 @@ func (b *Budget) armRetry() {
 		consider(b.lines[k][0].since.Add(b.oldestAfter() + time.Millisecond))
 		if since := b.stuckSince(k); !since.IsZero() && b.openTook > 0 {
 			consider(since.Add(2*b.openTook + time.Millisecond))
+		}
+	}
+	if len(b.turns) > 0 {
+		for _, s := range b.idle { // no longer awaited once idle for the time a session takes to open
+			consider(s.idleSince.Add(b.openTook + time.Millisecond))
 		}
 	}
 	if at.IsZero() || (b.retry != nil && !b.retryAt.After(at)) {

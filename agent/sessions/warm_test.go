@@ -114,3 +114,63 @@ func TestUnusedWarmedSessionIsFreedWhenNoLongerKept(t *testing.T) {
 	}
 	got(t, waiting, "db2's run once db1's warmed session is no longer kept").Release()
 }
+
+// Warming shares the budget evenly between the pools that warm: a pool that never warms (tasks')
+// takes no share, and a pool that warms after the others still gets the share rounded down,
+// rather than the first ones taking the share rounded up and leaving it none.
+func TestWarmingSharesTheBudgetEvenly(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		name            string
+		size            int // alice may hold one fewer
+		warming, others int
+		want            int // each warming pool's sessions
+	}{
+		{"the last to warm gets its share", 7, 3, 0, 2},
+		{"pools that never warm take no share", 9, 2, 2, 4},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			b := sessions.NewBudget(tc.size)
+			db := cluster.NewDatabase(t)
+			alice := cluster.NewRole(t, "alice", db)
+			for range tc.others {
+				p := b.NewUnwarmedPool(context.Background(), 32, opener(cluster, db))
+				t.Cleanup(p.Close)
+			}
+			var pools []*sessions.Pool
+			var opened []*atomic.Int32
+			for range tc.warming {
+				n := &atomic.Int32{}
+				p := b.NewPool(context.Background(), 32, counted(opener(cluster, cluster.NewDatabase(t)), n))
+				t.Cleanup(p.Close)
+				pools, opened = append(pools, p), append(opened, n)
+			}
+			for _, p := range pools {
+				p.Warm(context.Background(), alice, 10)
+			}
+			for i, n := range opened {
+				if got := int(n.Load()); got != tc.want {
+					t.Errorf("pool %d of %d warmed %d sessions, want %d", i+1, len(pools), got, tc.want)
+				}
+			}
+		})
+	}
+}
+
+// Warming opens no more sessions than runs may start at once: a session beyond serves a run only
+// once another has started, which a warmed session of the line serves as well.
+func TestWarmOpensNoMoreThanMayStart(t *testing.T) {
+	t.Parallel()
+	b := sessions.NewBudget(20)
+	b.StartingMax = 3
+	db := cluster.NewDatabase(t)
+	alice := cluster.NewRole(t, "alice", db)
+	opened := &atomic.Int32{}
+	p := b.NewPool(context.Background(), 32, counted(opener(cluster, db), opened))
+	t.Cleanup(p.Close)
+	p.Warm(context.Background(), alice, 10)
+	if n := opened.Load(); n != 3 {
+		t.Errorf("warming for 10 runs, 3 of which may start at once, opened %d sessions, want 3", n)
+	}
+}
