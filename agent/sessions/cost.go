@@ -65,7 +65,7 @@ func (b *Budget) roomToRun(k key) (evict *Session, ok bool) {
 		}
 		return false
 	})
-	if evict != nil && !b.worthMoving(k) {
+	if evict != nil && !b.fewer(k, evict) && !b.worthMoving(k) {
 		b.heldBack = true // dispatch then arms the timer that serves k once moving is worth it
 		return nil, false
 	}
@@ -98,12 +98,11 @@ func (b *Budget) awaited(s *Session) bool {
 }
 
 // urgent reports whether line k may close idle session s of another line even when that line
-// awaits it: k holds none, or its owner holds fewer of the budget's sessions than s's (one owner's
-// backlog never keeps another owner waiting), or its first run has waited past OldestAfter, or its
+// awaits it: k holds none, or its owner holds fewer of the budget's sessions than s's (fewer), or its first run has waited past OldestAfter, or its
 // sessions have been out for twice the time a session takes to open (held by long runs). b.mu is
 // held.
 func (b *Budget) urgent(k key, s *Session) bool {
-	if b.held(k) == 0 || b.lentBy[k.owner] < b.lentBy[s.key.owner] {
+	if b.held(k) == 0 || b.fewer(k, s) {
 		return true
 	}
 	line := b.lines[k]
@@ -112,6 +111,13 @@ func (b *Budget) urgent(k key, s *Session) bool {
 	}
 	since := b.stuckSince(k)
 	return !since.IsZero() && b.openTook > 0 && time.Since(since) > 2*b.openTook
+}
+
+// fewer reports whether line k's owner is another than idle session s's and holds fewer of the
+// budget's sessions (open: lent, idle or being opened): one owner's backlog, or sessions the owner
+// has just given back, never keep another owner's run waiting, whatever a move costs. b.mu is held.
+func (b *Budget) fewer(k key, s *Session) bool {
+	return k.owner != s.key.owner && b.byOwner[k.owner] < b.byOwner[s.key.owner]
 }
 
 // worthMoving reports whether line k gains from a session of its own in place of another line's

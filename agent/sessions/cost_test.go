@@ -2,6 +2,7 @@ package sessions_test
 
 import (
 	"context"
+	"fmt"
 	"testing"
 	"time"
 
@@ -115,4 +116,51 @@ func slowDatabases(t *testing.T, b *sessions.Budget, opening time.Duration) (ali
 	t.Cleanup(p1.Close)
 	t.Cleanup(p2.Close)
 	return alice, p1, p2
+}
+
+// Sessions another owner has just given back are closed for a run of an owner who holds fewer, at
+// once: neither the rule that keeps a session for its own line a moment (awaited) nor what a move
+// costs keeps bob's run waiting for alice's (the review's findings: bob, holding one session busy
+// with a long run, waited OldestAfter for his second).
+func TestOwnerHoldingFewerClosesAnothersIdleSession(t *testing.T) {
+	t.Parallel()
+	for _, measured := range []bool{false, true} {
+		t.Run(fmt.Sprintf("bob's hold measured: %v", measured), func(t *testing.T) {
+			t.Parallel()
+			b := sessions.NewBudget(4) // an owner may hold 3
+			b.OldestAfter = time.Hour
+			dbX, dbY := cluster.NewDatabase(t), cluster.NewDatabase(t)
+			alice, bob := cluster.NewRole(t, "alice", dbY), cluster.NewRole(t, "bob", dbX)
+			pX := b.NewPool(context.Background(), 32, opener(cluster, dbX))
+			// Alice's logins are slow (she can make them so): the average time to open a session,
+			// and so how long a session given back counts as awaited by its line, grows to about 1 s.
+			aliceOpener := opener(cluster, dbY)
+			pY := b.NewPool(context.Background(), 32, func(ctx context.Context, owner string) (*pgx.Conn, time.Time, error) {
+				time.Sleep(3 * time.Second)
+				return aliceOpener(ctx, owner)
+			})
+			t.Cleanup(pX.Close)
+			t.Cleanup(pY.Close)
+			ctx, cancel := context.WithCancel(context.Background())
+			defer cancel()
+			if measured {
+				got(t, acquire(t, ctx, pX, bob), "bob's short run").Release() // a hold of about nothing
+			}
+			long := got(t, acquire(t, ctx, pX, bob), "bob's long run")
+			defer long.Release()
+			var runs []<-chan *sessions.Session
+			for range 3 {
+				runs = append(runs, acquire(t, ctx, pY, alice))
+			}
+			for _, q := range runs {
+				got(t, q, "alice's run").Release() // the budget is full: bob's long run and alice's 3 idle sessions
+			}
+			asked := time.Now()
+			s := got(t, acquire(t, ctx, pX, bob), "bob's second run")
+			s.Release()
+			if waited := time.Since(asked); waited > 600*time.Millisecond {
+				t.Errorf("bob's second run waited %s for alice's idle sessions", waited.Round(time.Millisecond))
+			}
+		})
+	}
 }

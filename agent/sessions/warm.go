@@ -97,12 +97,15 @@ func (b *Budget) pooled() map[*Pool]int {
 	return held
 }
 
-// leavesShares reports whether line k may open one more session and still leave room, within the
-// budget and the owner's limit, for every other pool that warms to reach least sessions. b.mu is
-// held.
+// leavesShares reports whether line k may open one more session: within the budget and the
+// owner's limit, and, once k's pool holds least sessions, still leaving room for every other pool
+// that warms to reach least. b.mu is held.
 func (b *Budget) leavesShares(k key, least int) bool {
 	free := min(b.lendable()-b.open, b.ownerLimit()-b.byOwner[k.owner]) - 1
 	held := b.pooled()
+	if held[k.pool] < least {
+		return free >= 0 // the others' shares are not k's to keep while k is below its own
+	}
 	for q := range b.warming {
 		if q != k.pool && !q.closed && held[q] < least {
 			free -= least - held[q]

@@ -174,3 +174,31 @@ func TestWarmOpensNoMoreThanMayStart(t *testing.T) {
 		t.Errorf("warming for 10 runs, 3 of which may start at once, opened %d sessions, want 3", n)
 	}
 }
+
+// A pool below its share warms while the budget has room, whatever the other pools lack: one pool
+// holding more than its share (alice's long runs) does not keep another from warming (the review's
+// finding: bob's pool warmed nothing with 6 of 12 sessions free).
+func TestWarmBelowShareWhileTheBudgetHasRoom(t *testing.T) {
+	t.Parallel()
+	b := sessions.NewBudget(12) // 4 pools warm: a share of 3 each
+	dbA, dbB := cluster.NewDatabase(t), cluster.NewDatabase(t)
+	alice, bob := cluster.NewRole(t, "alice", dbA), cluster.NewRole(t, "bob", dbB)
+	pA := b.NewPool(context.Background(), 32, opener(cluster, dbA))
+	opened := &atomic.Int32{}
+	pB := b.NewPool(context.Background(), 32, counted(opener(cluster, dbB), opened))
+	t.Cleanup(pA.Close)
+	t.Cleanup(pB.Close)
+	for range 2 {
+		p := b.NewPool(context.Background(), 32, opener(cluster, cluster.NewDatabase(t)))
+		t.Cleanup(p.Close)
+	}
+	ctx := context.Background()
+	for range 6 {
+		s := got(t, acquire(t, ctx, pA, alice), "alice's long run")
+		defer s.Release()
+	}
+	pB.Warm(ctx, bob, 1)
+	if n := opened.Load(); n != 1 {
+		t.Errorf("bob's pool warmed %d sessions with 6 of 12 free, want 1", n)
+	}
+}
