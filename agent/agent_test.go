@@ -418,21 +418,12 @@ func TestRefusedRunEndsAtTheNextFire(t *testing.T) {
 	t.Parallel()
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	small, err := pgtest.StartWith(ctx, pgtest.Settings{MaxConnections: 12}) // 9 for ordinary roles, the superuser sessions included
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { small.Close() })
-	if !small.Own() {
-		t.Skip("the tests use an existing server, whose max_connections is its own")
-	}
-	db := newTestDBIn(t, small)
-	alice, other := small.NewRole(t, "alice", db.name), small.NewRole(t, "other", db.name)
+	small, db, alice, other := smallServer(t, ctx)
 	if _, err := small.ConnectAs(t, db.name, alice).Exec(ctx, "SELECT pgj_create_schedule('Each', 'D 01'), pgj_create_schedule('Each2', 'D 02'), pgj_create_job('Tick', 'note(''Tick'')', null, 'Each'), pgj_add_job_schedule('Tick', 'Each2')"); err != nil {
 		t.Fatal(err)
 	}
 	clock := fakeclock.New(t0)
-	hogs := takeEverySlot(t, small, db.name, other)
+	hogs := small.TakeEverySlot(t, db.name, other)
 	_, logs := startAgent(t, clock, db)
 	mustSleepUntil(t, clock, t0.Add(time.Minute))
 	clock.Set(t0.Add(time.Minute))

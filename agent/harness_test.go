@@ -258,21 +258,35 @@ func endLeaderSession(t *testing.T, db testDB) {
 	}
 }
 
-// takeEverySlot opens sessions of role on database of c until the server refuses one, and returns
-// them: the server's connection slots are taken by another client.
-func takeEverySlot(t *testing.T, c *pgtest.Cluster, database, role string) []*pgx.Conn {
+// smallServer starts a cluster of its own with max_connections 12 (9 for ordinary roles, the
+// superuser sessions included), a pgjobs database and two ordinary roles on it; the test is skipped
+// on an existing server, whose max_connections is its own.
+func smallServer(t *testing.T, ctx context.Context) (small *pgtest.Cluster, db testDB, alice, other string) {
 	t.Helper()
-	var hogs []*pgx.Conn
-	for {
-		cfg, err := c.ConnConfig(database)
-		if err != nil {
-			t.Fatal(err)
-		}
-		cfg.User = role
-		conn, err := pgx.ConnectConfig(context.Background(), cfg)
-		if err != nil {
-			return hogs
-		}
-		hogs = append(hogs, conn)
+	small, err := pgtest.StartWith(ctx, pgtest.Settings{MaxConnections: 12})
+	if err != nil {
+		t.Fatal(err)
 	}
+	t.Cleanup(func() { small.Close() }) // last: after the cleanups of its roles and database
+	if !small.Own() {
+		t.Skip("the tests use an existing server, whose max_connections is its own")
+	}
+	db = newTestDBIn(t, small)
+	return small, db, small.NewRole(t, "alice", db.name), small.NewRole(t, "other", db.name)
+}
+
+// lockTable begins a transaction of a superuser on database of c that locks pgjobs.table in ACCESS
+// EXCLUSIVE mode, as a DBA's maintenance does, and returns it; it is rolled back when the test ends,
+// unless it ended sooner.
+func lockTable(t *testing.T, ctx context.Context, c *pgtest.Cluster, database, table string) pgx.Tx {
+	t.Helper()
+	dba, err := c.Connect(t, database).Begin(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { dba.Rollback(context.Background()) })
+	if _, err := dba.Exec(ctx, "LOCK TABLE pgjobs."+table+" IN ACCESS EXCLUSIVE MODE"); err != nil {
+		t.Fatal(err)
+	}
+	return dba
 }

@@ -11,7 +11,6 @@ import (
 
 	"github.com/pgjobs/pgjobs/agent"
 	"github.com/pgjobs/pgjobs/internal/fakeclock"
-	"github.com/pgjobs/pgjobs/internal/pgtest"
 )
 
 // TestLockTimeoutKeepsTheLead: a lock the leader's reload waits for past lock_timeout (a DBA's
@@ -42,14 +41,7 @@ func TestLockTimeoutKeepsTheLead(t *testing.T) {
 	if err := db.conn.QueryRow(ctx, "SELECT epoch FROM pgjobs.pgj_leader_").Scan(&epoch); err != nil {
 		t.Fatal(err)
 	}
-	dba, err := cluster.Connect(t, db.name).Begin(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer dba.Rollback(ctx)
-	if _, err := dba.Exec(ctx, "LOCK TABLE pgjobs.pgj_job_ IN ACCESS EXCLUSIVE MODE"); err != nil {
-		t.Fatal(err)
-	}
+	dba := lockTable(t, ctx, cluster, db.name, "pgj_job_")
 	db.exec(t, "NOTIFY pgjobs") // the reload waits for the lock, 5 s
 	if !logsA.wait(t, 1, agent.EventServicesRestarted, 20*time.Second) {
 		t.Fatalf("the leader's services did not start again:\n%s", logsA)
@@ -80,16 +72,7 @@ func TestRestartLeavesAWaitingRunItsFire(t *testing.T) {
 	t.Parallel()
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	small, err := pgtest.StartWith(ctx, pgtest.Settings{MaxConnections: 12})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { small.Close() })
-	if !small.Own() {
-		t.Skip("the tests use an existing server, whose max_connections is its own")
-	}
-	db := newTestDBIn(t, small)
-	alice, other := small.NewRole(t, "alice", db.name), small.NewRole(t, "other", db.name)
+	small, db, alice, other := smallServer(t, ctx)
 	if _, err := small.ConnectAs(t, db.name, alice).Exec(ctx, "SELECT pgj_create_schedule('Each', 'D 01'), pgj_create_job('Tick', 'note(''Tick'')', null, 'Each')"); err != nil {
 		t.Fatal(err)
 	}
@@ -99,7 +82,7 @@ func TestRestartLeavesAWaitingRunItsFire(t *testing.T) {
 	}
 	defer dba.Rollback(ctx)
 	clock := fakeclock.New(t0)
-	hogs := takeEverySlot(t, small, db.name, other)
+	hogs := small.TakeEverySlot(t, db.name, other)
 	_, logs := startAgent(t, clock, db)
 	mustSleepUntil(t, clock, t0.Add(time.Minute))
 	clock.Set(t0.Add(time.Minute))
@@ -143,14 +126,7 @@ func TestClaimOutlivesAFailedCheck(t *testing.T) {
 	if err := db.conn.QueryRow(ctx, "SELECT pid FROM pgjobs.pgj_leader_").Scan(&leader); err != nil {
 		t.Fatal(err)
 	}
-	dba, err := cluster.Connect(t, db.name).Begin(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer dba.Rollback(ctx)
-	if _, err := dba.Exec(ctx, "LOCK TABLE pgjobs.pgj_leader_ IN ACCESS EXCLUSIVE MODE"); err != nil {
-		t.Fatal(err)
-	}
+	dba := lockTable(t, ctx, cluster, db.name, "pgj_leader_")
 	time.Sleep(claimFreshFor) // the claim ahead is stale: its fire asks the lease first
 	clock.Set(t0.Add(time.Minute))
 	if !eventually(t, 30*time.Second, "the term to end on the lock", func() bool {

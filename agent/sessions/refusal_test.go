@@ -27,27 +27,7 @@ func TestRefusedSessionIsRetried(t *testing.T) {
 	}
 	db := small.NewDatabase(t)
 	alice, other := small.NewRole(t, "alice", db), small.NewRole(t, "other", db)
-	var hogs []*pgx.Conn
-	for {
-		cfg, err := small.ConnConfig(db)
-		if err != nil {
-			t.Fatal(err)
-		}
-		cfg.User = other
-		conn, err := pgx.ConnectConfig(ctx, cfg)
-		if err != nil {
-			if !sessions.Refused(err) {
-				t.Fatalf("connect as %s: %v", other, err)
-			}
-			break
-		}
-		hogs = append(hogs, conn)
-	}
-	defer func() {
-		for _, c := range hogs {
-			c.Close(context.Background())
-		}
-	}()
+	hogs := small.TakeEverySlot(t, db, other)
 	b := sessions.NewBudget(4) // the budget has room, the server has not
 	p := b.NewPool(context.Background(), 4, opener(small, db))
 	defer p.Close()
@@ -70,8 +50,7 @@ func TestRefusedSessionIsRetried(t *testing.T) {
 		}
 		got <- err
 	}()
-	hogs[0].Close(ctx)
-	hogs = hogs[1:]
+	hogs[0].Close(ctx) // a slot frees
 	if err := <-got; err != nil {
 		t.Fatalf("Acquire after a slot freed: %v", err)
 	}

@@ -204,6 +204,40 @@ func (c *Cluster) Connect(t testing.TB, database string) *pgx.Conn {
 	return conn
 }
 
+// connectAs connects to database as role.
+func (c *Cluster) connectAs(database, role string) (*pgx.Conn, error) {
+	cfg, err := c.ConnConfig(database)
+	if err != nil {
+		return nil, err
+	}
+	cfg.User = role
+	return pgx.ConnectConfig(context.Background(), cfg)
+}
+
+// TakeEverySlot opens sessions of role on database until the server refuses one for want of
+// connection slots, and returns them (closed when the test ends, or by the caller sooner): another
+// client took the server's slots. Any other error fails the test.
+func (c *Cluster) TakeEverySlot(t testing.TB, database, role string) []*pgx.Conn {
+	t.Helper()
+	var hogs []*pgx.Conn
+	t.Cleanup(func() {
+		for _, h := range hogs {
+			h.Close(context.Background())
+		}
+	})
+	for {
+		conn, err := c.connectAs(database, role)
+		var pgErr *pgconn.PgError
+		if errors.As(err, &pgErr) && pgErr.Code == "53300" { // too_many_connections
+			return hogs
+		}
+		if err != nil {
+			t.Fatalf("connect to %s as %s: %v", database, role, err)
+		}
+		hogs = append(hogs, conn)
+	}
+}
+
 // NewDatabase creates an empty database for the test and drops it when the test ends.
 func (c *Cluster) NewDatabase(t testing.TB) string {
 	t.Helper()
@@ -246,12 +280,7 @@ func (c *Cluster) NewRole(t testing.TB, prefix, database string) string {
 // ConnectAs connects to database as role; the connection is closed when the test ends.
 func (c *Cluster) ConnectAs(t testing.TB, database, role string) *pgx.Conn {
 	t.Helper()
-	cfg, err := c.ConnConfig(database)
-	if err != nil {
-		t.Fatal(err)
-	}
-	cfg.User = role
-	conn, err := pgx.ConnectConfig(context.Background(), cfg)
+	conn, err := c.connectAs(database, role)
 	if err != nil {
 		t.Fatalf("connect to %s as %s: %v", database, role, err)
 	}
