@@ -98,20 +98,9 @@ func (b *Budget) awaited(s *Session) bool {
 }
 
 // urgent reports whether line k may close idle session s of another line even when that line
-// awaits it: k holds none, or its owner holds fewer of the budget's sessions than s's (fewer), or its first run has waited past OldestAfter, or its
-// sessions have been out for twice the time a session takes to open (held by long runs). b.mu is
-// held.
-func (b *Budget) urgent(k key, s *Session) bool {
-	if b.held(k) == 0 || b.fewer(k, s) {
-		return true
-	}
-	line := b.lines[k]
-	if len(line) > 0 && time.Since(line[0].since) > b.oldestAfter() {
-		return true
-	}
-	since := b.stuckSince(k)
-	return !since.IsZero() && b.openTook > 0 && time.Since(since) > 2*b.openTook
-}
+// awaits it: its owner holds fewer of the budget's sessions than s's (fewer), or it is pressed.
+// b.mu is held.
+func (b *Budget) urgent(k key, s *Session) bool { return b.fewer(k, s) || b.pressed(k) }
 
 // fewer reports whether line k's owner is another than idle session s's and holds fewer of the
 // budget's sessions (open: lent, idle or being opened): one owner's backlog, or sessions the owner
@@ -120,30 +109,34 @@ func (b *Budget) fewer(k key, s *Session) bool {
 	return k.owner != s.key.owner && b.byOwner[k.owner] < b.byOwner[s.key.owner]
 }
 
-// worthMoving reports whether line k gains from a session of its own in place of another line's
-// idle one, closed for it: always when k holds none, when its first run has waited past OldestAfter,
-// or when none of its sessions came back for twice the time a session takes to open while a run
-// waited (they are held by long runs), else when its waiting runs (the asking one at least)
-// would keep the sessions it holds busy for more than twice the time a session takes to open: the
-// time the new one saves (what is left once it is open, shared by one session more) is then worth
-// the server's work of a new session and of the first run on it. b.mu is held.
-func (b *Budget) worthMoving(k key) bool {
-	held := b.held(k)
-	if held == 0 {
+// pressed reports whether line k needs a session more than any cost of opening one: it holds none,
+// its first run has waited past OldestAfter, or none of its sessions came back for twice the time a
+// session takes to open while a run waited (they are held by long runs). b.mu is held.
+func (b *Budget) pressed(k key) bool {
+	if b.held(k) == 0 {
 		return true
 	}
-	line := b.lines[k]
-	if len(line) > 0 && time.Since(line[0].since) > b.oldestAfter() {
+	if line := b.lines[k]; len(line) > 0 && time.Since(line[0].since) > b.oldestAfter() {
+		return true
+	}
+	since := b.stuckSince(k)
+	return !since.IsZero() && b.openTook > 0 && time.Since(since) > 2*b.openTook
+}
+
+// worthMoving reports whether line k gains from a session of its own in place of another line's
+// idle one, closed for it: always when it is pressed, else when its waiting runs (the asking one at
+// least) would keep the sessions it holds busy for more than twice the time a session takes to
+// open: the time the new one saves (what is left once it is open, shared by one session more) is
+// then worth the server's work of a new session and of the first run on it. b.mu is held.
+func (b *Budget) worthMoving(k key) bool {
+	if b.pressed(k) {
 		return true
 	}
 	hold, open := b.holds[k], b.openTook
 	if hold == 0 || open == 0 {
 		return true // nothing measured yet
 	}
-	if since := b.stuckSince(k); !since.IsZero() && time.Since(since) > 2*open {
-		return true
-	}
 	// The runs waiting keep the held sessions busy for n×hold/held: more than 2×open? Compared by
 	// division, which cannot overflow.
-	return hold > 2*open*time.Duration(held)/time.Duration(max(1, len(line)))
+	return hold > 2*open*time.Duration(b.held(k))/time.Duration(max(1, len(b.lines[k])))
 }

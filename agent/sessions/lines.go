@@ -6,8 +6,9 @@ import "time"
 // line: the one whose owner holds the fewest sessions of the server, then, once a run has waited
 // past OldestAfter, the one whose first run has waited longest, else the one with the most runs
 // waiting for each session it holds, then the next in turn. A session idle for one line moves
-// to a line that has to open one only as moves says: lines that hold about as many sessions as
-// their work needs keep them, rather than closing one for every run of another line. b.mu is held.
+// to a line that has to open one only as moves says, and never while its own line awaits it unless
+// the other is urgent (roomToRun): lines that hold about as many sessions as their work needs keep
+// them, rather than closing one for every run of another line. b.mu is held.
 func (b *Budget) dispatch() {
 	defer func() {
 		if b.heldBack { // a line left waiting is served again once moving is worth it (armRetry)
