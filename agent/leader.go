@@ -88,10 +88,11 @@ func (a *dbAgent) lead(ctx context.Context, conn *pgx.Conn) (int64, *string, err
 	}
 }
 
-// lockTimedOut reports whether err is a statement that waited past lock_timeout.
+// lockTimedOut reports whether err is a statement that waited past lock_timeout, or that the
+// server ended to break a deadlock: either way it waited for another session, and may be sent again.
 func lockTimedOut(err error) bool {
 	var pgErr *pgconn.PgError
-	return errors.As(err, &pgErr) && pgErr.Code == "55P03" // lock_not_available
+	return errors.As(err, &pgErr) && (pgErr.Code == "55P03" || pgErr.Code == "40P01") // lock_not_available, deadlock_detected
 }
 
 // take takes the lease seen in lease, free or held by a hung leader, and reports whether it did,

@@ -157,8 +157,16 @@ func RunRecordEnds(ctx context.Context, db DB, ends []RunEnd) ([]bool, error) {
 		return nil, fmt.Errorf("record %d run ends: %w", len(ends), err)
 	}
 	defer tx.Rollback(ctx)
+	// Written in the order of their job ids, as every statement of the agent that writes several
+	// rows of pgj_fire_ does (see job_plan.sql), so that a batch never deadlocks with another.
+	order := make([]int, len(ends))
+	for i := range order {
+		order[i] = i
+	}
+	slices.SortStableFunc(order, func(a, b int) int { return cmp.Compare(ends[a].Run.JobID, ends[b].Run.JobID) })
 	batch := &pgx.Batch{}
-	for _, e := range ends {
+	for _, i := range order {
+		e := ends[i]
 		r, res := e.Run, e.Result
 		if e.RunID == 0 {
 			batch.Queue(query("run_insert"), r.JobID, r.JobName, r.Owner, r.Scheduled, r.Agent, r.Session, r.SessionStart, r.Started,
@@ -171,7 +179,8 @@ func RunRecordEnds(ctx context.Context, db DB, ends []RunEnd) ([]bool, error) {
 	}
 	results := tx.SendBatch(ctx, batch)
 	recorded := make([]bool, len(ends))
-	for i, e := range ends {
+	for _, i := range order {
+		e := ends[i]
 		if e.RunID == 0 {
 			_, err = results.Exec()
 			recorded[i] = err == nil

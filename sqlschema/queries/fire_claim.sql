@@ -3,13 +3,15 @@
 -- only while $3 is the current epoch, so an agent that lost the lease without noticing fires
 -- nothing. The first row says whether $3 is the current epoch; the others (job id, owner) are the
 -- fires claimed, with the name the job's owner's role has now (NULL when the role was dropped): a
--- renamed owner's job runs under the new name, without waiting for a reload.
+-- renamed owner's job runs under the new name, without waiting for a reload. The rows are written in
+-- the order of their job ids (see job_plan.sql).
 WITH lead AS (SELECT epoch = $3 AS ours FROM pgjobs.pgj_leader_),
 claimed AS (
     INSERT INTO pgjobs.pgj_fire_ AS f (firejobid, firelast)
     SELECT c.id, c.at FROM unnest($1::int[], $2::timestamptz[]) AS c(id, at)
     WHERE (SELECT ours FROM lead)
       AND EXISTS (SELECT FROM pgjobs.pgj_job_ j WHERE j.jobid = c.id)
+    ORDER BY c.id
     ON CONFLICT (firejobid) DO UPDATE SET firelast = EXCLUDED.firelast
     WHERE f.firelast IS NULL OR f.firelast < EXCLUDED.firelast
     RETURNING f.firejobid,
