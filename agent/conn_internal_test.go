@@ -1,9 +1,12 @@
 package agent
 
 import (
+	"errors"
+	"fmt"
 	"testing"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
 )
 
 // An owner session keeps none of the notifications its runs receive (the attacker review: a run
@@ -23,5 +26,24 @@ func TestOwnerSessionsKeepNoNotificationsNorCachedStatements(t *testing.T) {
 	}
 	if cfg.DefaultQueryExecMode != pgx.QueryExecModeExec {
 		t.Errorf("DefaultQueryExecMode %v, want QueryExecModeExec: the reset deallocates pgx's cached statements", cfg.DefaultQueryExecMode)
+	}
+}
+
+// A statement that waited past lock_timeout, or that the server ended to break a deadlock, restarts
+// the services keeping the lead; other errors end the term.
+func TestLockTimedOut(t *testing.T) {
+	for _, tc := range []struct {
+		err  error
+		want bool
+	}{
+		{&pgconn.PgError{Code: "55P03"}, true},
+		{fmt.Errorf("record planned runs: %w", &pgconn.PgError{Code: "40P01"}), true},
+		{&pgconn.PgError{Code: "57014"}, false},
+		{errors.New("connection reset"), false},
+		{nil, false},
+	} {
+		if got := lockTimedOut(tc.err); got != tc.want {
+			t.Errorf("lockTimedOut(%v) = %v, want %v", tc.err, got, tc.want)
+		}
 	}
 }
