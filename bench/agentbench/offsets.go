@@ -62,6 +62,13 @@ func offsetScenarios(ctx context.Context, cluster *pgtest.Cluster, minutes int, 
 			byMinute = append(byMinute, fmt.Sprintf("%.1f", percentile(offsets, 99)))
 		}
 		fmt.Printf("  %-5s %-4s p99 of each minute: %s ms\n", "", "", strings.Join(byMinute, ", "))
+		if sc.dbs > 1 {
+			var spread []string
+			for _, last := range r.lastByDB {
+				spread = append(spread, fmt.Sprintf("%.0f-%.0f", percentile(last, 0), percentile(last, 100)))
+			}
+			fmt.Printf("  %-5s %-4s last run of the earliest and latest database, each minute: %s ms\n", "", "", strings.Join(spread, ", "))
+		}
 		if err := dropDatabases(ctx, cluster, dbs); err != nil {
 			return err
 		}
@@ -83,6 +90,9 @@ type offsetResult struct {
 	byJob      map[string][]float64
 	sessions   int         // sessions opened on the databases during the measured minutes
 	byMinute   [][]float64 // the offsets of each measured minute
+	// lastByDB is, for each minute, the offset of the last run of each database: how evenly the
+	// databases shared the sessions.
+	lastByDB [][]float64
 }
 
 // sessionsOpened returns how many sessions the server has accepted on dbs since it started.
@@ -164,6 +174,7 @@ func startOffsetsAs(ctx context.Context, cluster *pgtest.Cluster, dbs []string, 
 	r.sessions = sessionsAfter - sessionsBefore
 	r.byJob = map[string][]float64{}
 	r.byMinute = make([][]float64, minutes)
+	r.lastByDB = make([][]float64, minutes)
 	for _, db := range dbs {
 		conn, err := pgx.Connect(ctx, cluster.DSN(db))
 		if err != nil {
@@ -185,6 +196,7 @@ func startOffsetsAs(ctx context.Context, cluster *pgtest.Cluster, dbs []string, 
 		if err != nil {
 			return r, err
 		}
+		last := make([]float64, minutes)
 		for _, h := range hits {
 			// Each run's offset after the minute it belongs to.
 			sinceFirst := h.At - float64(realFirst.UnixMicro())/1e6
@@ -194,7 +206,11 @@ func startOffsetsAs(ctx context.Context, cluster *pgtest.Cluster, dbs []string, 
 			r.byJob[h.Job] = append(r.byJob[h.Job], offset)
 			if m := int(minute); m >= 0 && m < minutes {
 				r.byMinute[m] = append(r.byMinute[m], offset)
+				last[m] = max(last[m], offset)
 			}
+		}
+		for m := range minutes {
+			r.lastByDB[m] = append(r.lastByDB[m], last[m])
 		}
 	}
 	r.expected = jobs * minutes
