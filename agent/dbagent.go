@@ -105,6 +105,11 @@ func (a *dbAgent) logf(level slog.Level, status, format string, args ...any) {
 // exponential backoff, a fresh one per outage, and a pause of at most standbyRetryMax while a
 // standby answers. Runs in flight go on until runCtx ends; run waits for them before it returns.
 func (a *dbAgent) run(ctx context.Context) {
+	// The leader session's share of the budget, also while standing by, and kept through outages:
+	// given to runs while the agent reconnects, it would let one owner's backlog take it, and the
+	// sessions of the other owners' next runs with it once the agent is back (the attacker review).
+	unreserve, _ := a.budget.Reserve(1)
+	defer unreserve()
 	defer a.closePools()
 	defer a.jobs.Wait()
 	defer a.tasks.Wait()

@@ -39,8 +39,6 @@ func (a *dbAgent) serve(ctx context.Context, onConnected func()) error {
 	cfg.BuildContextWatcherHandler = func(pc *pgconn.PgConn) ctxwatch.Handler {
 		return &pgconn.DeadlineContextWatcherHandler{Conn: pc.Conn()}
 	}
-	unreserve, _ := a.budget.Reserve(1) // the leader session, also while standing by
-	defer unreserve()
 	conn, err := pgx.ConnectConfig(ctx, cfg)
 	if err != nil {
 		return fmt.Errorf("connect: %w", err)
