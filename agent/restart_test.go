@@ -146,33 +146,3 @@ func TestClaimOutlivesAFailedCheck(t *testing.T) {
 
 // claimFreshFor is how long a claim ahead is fresh (jobs.claimFresh), and a little more.
 const claimFreshFor = 3*time.Second + 100*time.Millisecond
-
-// TestOutageKeepsTheLeadersShare: while a database agent reconnects, its leader session's share of
-// the budget stays reserved. Handed to runs meanwhile, one owner's backlog took it, and once the
-// agent was back the budget was over its size with that owner holding every session another
-// owner's next run needed (the attacker review).
-func TestOutageKeepsTheLeadersShare(t *testing.T) {
-	t.Parallel()
-	db := newTestDB(t)
-	m, logs := startAgent(t, fakeclock.New(t0), db)
-	if !logs.events.wait(t, 1, agent.EventActive, 10*time.Second) {
-		t.Fatal("the agent never led")
-	}
-	before := m.Sessions()[0].InUse
-	admin := cluster.Connect(t, "postgres")
-	if _, err := admin.Exec(context.Background(), "ALTER DATABASE "+db.name+" ALLOW_CONNECTIONS false"); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { admin.Exec(context.Background(), "ALTER DATABASE "+db.name+" ALLOW_CONNECTIONS true") })
-	endLeaderSession(t, db)
-	// The fake clock never ends the pause between attempts: the outage lasts.
-	if !eventually(t, 10*time.Second, "the database agent to find its database unavailable", func() bool {
-		st, _ := m.Status()
-		return len(st) == 1 && st[0].State == agent.StateUnavailable
-	}) {
-		t.Fatal("the outage was not seen")
-	}
-	if got := m.Sessions()[0].InUse; got != before {
-		t.Fatalf("sessions counted against the budget during the outage: %d, want %d as before it", got, before)
-	}
-}

@@ -92,6 +92,7 @@ func (s *Service) Run(ctx context.Context, t Term) error {
 			return err
 		}
 		p.load(stored, s.cfg.Clock.Now())
+		s.endWaitsOfGone(func(id int) bool { return p.jobs[id] != nil })
 		s.logf(agentlog.LevelInfo, agentlog.StatusSleeping, "jobs reloaded after a change: %d jobs", len(stored))
 		if s.cfg.OnReload != nil {
 			s.cfg.OnReload()

@@ -30,6 +30,9 @@ type inFlight struct {
 // errNextFire ends the wait for a session of a run whose job's next fire has come.
 var errNextFire = errors.New("its next fire came")
 
+// errJobGone ends the wait for a session of a run whose job was dropped or paused meanwhile.
+var errJobGone = errors.New("the job was dropped or paused while its run waited for a session")
+
 // fire starts a run of a job; scheduled is nil for a startup run. The run waits in its owner's
 // line for a session of the server's budget, until the job's next fire at the latest; a run that
 // could not start by then is recorded as an error, and the next fire waits in its place. A fire
@@ -63,6 +66,20 @@ func (s *Service) fire(stop context.Context, j *job, scheduled *time.Time) {
 		prev.give(errNextFire)
 	}
 	s.launch(stop, j, scheduled, 0)
+}
+
+// endWaitsOfGone ends the waits for a session of the runs whose jobs are no longer loaded: dropped
+// or paused, they do not start (the attacker review: a dropped job's run started minutes later,
+// once a session was free). A run that has its session goes on.
+func (s *Service) endWaitsOfGone(loaded func(id int) bool) {
+	s.runningMu.Lock()
+	defer s.runningMu.Unlock()
+	for id, f := range s.running {
+		// Under runningMu, as fire does: a run cannot be granted its session after this look.
+		if !f.granted && !loaded(id) {
+			f.give(errJobGone)
+		}
+	}
 }
 
 // fireRequested starts a run of a job asked for by hand (request), unless a run of the job waits
@@ -180,11 +197,16 @@ func (s *Service) execute(j *job, scheduled *time.Time, request int64, wait cont
 			}
 		},
 	}); err != nil {
-		if scheduled != nil && !errors.Is(context.Cause(wait), errNextFire) && (errors.Is(err, sessions.ErrPoolClosed) || wait.Err() != nil) {
+		if errors.Is(context.Cause(wait), errJobGone) {
+			if scheduled != nil {
+				s.recordSkipped(j, *scheduled, errJobGone.Error())
+				return
+			}
+			result = sqlschema.RunResult{Status: sqlschema.RunError, Message: "the run did not start: " + errJobGone.Error()}
+		} else if scheduled != nil && !errors.Is(context.Cause(wait), errNextFire) && (errors.Is(err, sessions.ErrPoolClosed) || wait.Err() != nil) {
 			s.recordSkipped(j, *scheduled, "the agent stopped before a session was free")
 			return
-		}
-		if errors.Is(context.Cause(wait), errNextFire) {
+		} else if errors.Is(context.Cause(wait), errNextFire) {
 			result = s.notStarted(err)
 		} else {
 			result = s.failure(j, err)
