@@ -55,8 +55,9 @@ func newPlanner(loc *time.Location, log *slog.Logger, anchor time.Time, lateLimi
 
 // load replaces the jobs with those stored. An unchanged job keeps its plan; a new or changed one
 // is planned from a moment ago (lateTolerance), never again at or before its latest claimed fire.
-// At the first load of a term, a job planned or fired before is planned from lateLimit ago: the
-// fires that fell due while no agent could run them run late, if no agent claimed them.
+// At the first load of a term, a job is planned from lateLimit ago, or from when it was made
+// (StartSet) when no agent planned it before: the fires that fell due while no agent could run
+// them run late, if no agent claimed them.
 func (p *planner) load(stored []sqlschema.StoredJob, now time.Time) {
 	jobs := make(map[int]*plannedJob, len(stored))
 	p.order = p.order[:0]
@@ -90,8 +91,19 @@ func (p *planner) load(stored []sqlschema.StoredJob, now time.Time) {
 		}
 		pj := &plannedJob{job: j, signature: sig, recorded: s.NextRun}
 		from := now.Add(-lateTolerance)
-		if !p.loaded && (s.NextRun != nil || s.LastFire != nil) {
+		if !p.loaded {
 			from = now.Add(-p.lateLimit)
+			if s.NextRun == nil && s.LastFire == nil {
+				// No agent planned it: made while none was active (the first agent of the
+				// database starts after it), it runs the fires since it was made, late; as a new
+				// job when the server's clock says it was made later than a moment ago.
+				if made := s.StartSet; made.After(from) {
+					from = made
+					if recent := now.Add(-lateTolerance); made.After(recent) {
+						from = recent
+					}
+				}
+			}
 		}
 		if s.LastFire != nil && s.LastFire.After(from) {
 			from = *s.LastFire

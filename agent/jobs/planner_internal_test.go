@@ -95,6 +95,31 @@ func TestPlannerFirstLoadOfATerm(t *testing.T) {
 	}
 }
 
+// At the first load of a term, a job that no agent planned yet runs its fires since it was made,
+// late within late_limit: made a moment before the first agent of its database started, its first
+// fire had no record at all (the attacker review). None before it was made runs.
+func TestPlannerFirstLoadRunsANewJobsPassedFire(t *testing.T) {
+	t.Parallel()
+	made := stored(1, "Made", "alice", "I 0:01")
+	made.StartSet = planT0.Add(-100 * time.Millisecond)
+	late := stored(2, "MadeLate", "alice", "I 0:01")
+	late.StartSet = planT0.Add(time.Second) // after its fire of 10:00
+	skewed := stored(3, "Skewed", "alice", "I 0:01")
+	skewed.StartSet = planT0.Add(time.Hour) // the server's clock is ahead of the agent's
+	now := planT0.Add(2 * time.Second)
+	p := newTestPlanner(planT0.Add(-time.Hour), 30*time.Second)
+	p.load([]sqlschema.StoredJob{made, late, skewed}, now)
+	if got := fireNames(p.due(now)); got != "Made@10:00:00" {
+		t.Errorf("due at 10:00:02 = %q, want the fire of 10:00 of the job made before it, 2 s late", got)
+	}
+	if missed := p.missed(now, func(int, time.Time) bool { return false }); len(missed) != 0 {
+		t.Errorf("missed = %+v, want none: no agent planned these jobs", missed)
+	}
+	if got := fireNames(p.due(planT0.Add(time.Minute))); got != "Made@10:01:00,MadeLate@10:01:00,Skewed@10:01:00" {
+		t.Errorf("due at 10:01 = %q, want the next fire of each", got)
+	}
+}
+
 // A job changed while the agent runs is planned from a moment ago, never at or before its latest
 // claimed fire; an unchanged job keeps its plan through a reload.
 func TestPlannerReload(t *testing.T) {
