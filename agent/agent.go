@@ -44,6 +44,9 @@ type Options struct {
 	// runs wait for in turns. 0 means half the connections the server accepts from ordinary roles
 	// (max_connections minus the reserved ones), read when an agent connects.
 	Sessions int
+	// StartingMax is how many runs of one server may be starting at once (sessions.Budget); 0
+	// means sessions.DefaultStartingMax.
+	StartingMax int
 	// RetryMin and RetryMax bound the pause between attempts to reach an unreachable database:
 	// it doubles from RetryMin to RetryMax in each outage, but stays at most 5 s while the server
 	// that answers is a standby in recovery, whose promotion the agent follows. 0 means 1 s and

@@ -111,6 +111,7 @@ func (m *Master) start(db Database, startupDone bool) {
 	budget, ok := m.budgets[server]
 	if !ok {
 		budget = sessions.NewBudget(m.opt.Sessions)
+		budget.StartingMax = m.opt.StartingMax
 		m.budgets[server] = budget
 	}
 	a := newDBAgent(db, m.opt, m.runCtx, budget)

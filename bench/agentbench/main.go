@@ -30,6 +30,7 @@ func main() {
 	only := flag.String("only", "", "run only one part: offsets, fairness, idle or scale")
 	sessions := flag.Int("sessions", 0, "the agent's session budget per server; 0 means its default, half the server's connections for ordinary roles")
 	maxRuns := flag.Int("max-runs", 0, "runs at once per database; 0 means the agent's default")
+	starting := flag.Int("starting", 0, "runs of the server starting at once; 0 means the agent's default")
 	logFile := flag.String("log", "", "write the agent's log of the start-offset measurements, at level 5, to this file")
 	scenarios := flag.String("scenarios", "50/1,500/1,1000/10", "the start-offset measurements to run, as JOBS/DATABASES")
 	cpuProfile := flag.String("cpuprofile", "", "write a CPU profile of the whole program (the agent and the measurements) to this file")
@@ -45,7 +46,7 @@ func main() {
 		}
 		defer pprof.StopCPUProfile()
 	}
-	agentOptions = agent.Options{Sessions: *sessions, MaxRuns: *maxRuns}
+	agentOptions = agent.Options{Sessions: *sessions, MaxRuns: *maxRuns, StartingMax: *starting}
 	if *logFile != "" {
 		f, err := os.Create(*logFile)
 		if err != nil {
@@ -80,6 +81,9 @@ func run(idle time.Duration, scaleDBs, minutes int, only, scenarios string) erro
 	}
 	if agentOptions.MaxRuns > 0 {
 		budget += fmt.Sprintf(", %d runs at once per database", agentOptions.MaxRuns)
+	}
+	if agentOptions.StartingMax > 0 {
+		budget += fmt.Sprintf(", %d runs starting at once", agentOptions.StartingMax)
 	}
 	fmt.Println("cluster: fsync, synchronous_commit and full_page_writes on, max_connections 100; " + budget)
 	if only == "" || only == "offsets" {
