@@ -65,6 +65,8 @@ func (s *Service) Run(ctx context.Context, t Term) error {
 	}
 	now := s.cfg.Clock.Now()
 	p.load(stored, now)
+	// A job dropped or paused between two terms sent a notification no session listened for.
+	s.endWaitsOfGone(func(id int) bool { return p.jobs[id] != nil })
 	if err := s.recordMissed(ctx, records, epoch, p.missed(now, s.inFlight)); err != nil {
 		return err
 	}

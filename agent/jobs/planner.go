@@ -97,13 +97,11 @@ func (p *planner) load(stored []sqlschema.StoredJob, now time.Time) {
 				// No agent planned it: made while none was active (the first agent of the
 				// database starts after it), it runs the fires since it was made, late; as a new
 				// job when the server's clock says it was made later than a moment ago.
-				if made := s.StartSet; made.After(from) {
-					from = made
-					if recent := now.Add(-lateTolerance); made.After(recent) {
-						from = recent
-					}
-				}
+				from = notBefore(from, s.StartSet, now)
 			}
+		}
+		if s.Resumed != nil {
+			from = notBefore(from, *s.Resumed, now) // a resumed job fires again from then on
 		}
 		if s.LastFire != nil && s.LastFire.After(from) {
 			from = *s.LastFire
@@ -116,6 +114,18 @@ func (p *planner) load(stored []sqlschema.StoredJob, now time.Time) {
 	}
 	p.jobs = jobs
 	p.loaded = true
+}
+
+// notBefore returns from moved to at when at is later: a time the server's clock gave, taken as a
+// moment ago (lateTolerance) when that clock is ahead of the agent's.
+func notBefore(from, at, now time.Time) time.Time {
+	if recent := now.Add(-lateTolerance); at.After(recent) {
+		at = recent
+	}
+	if at.After(from) {
+		return at
+	}
+	return from
 }
 
 // missed returns, per job, the fires that passed before now - lateLimit without being

@@ -97,7 +97,7 @@ func TestPlannerFirstLoadOfATerm(t *testing.T) {
 
 // At the first load of a term, a job that no agent planned yet runs its fires since it was made,
 // late within late_limit: made a moment before the first agent of its database started, its first
-// fire had no record at all (the attacker review). None before it was made runs.
+// fire had no record at all (the attacker review). None before its jobstartset runs.
 func TestPlannerFirstLoadRunsANewJobsPassedFire(t *testing.T) {
 	t.Parallel()
 	made := stored(1, "Made", "alice", "I 0:01")
@@ -117,6 +117,31 @@ func TestPlannerFirstLoadRunsANewJobsPassedFire(t *testing.T) {
 	}
 	if got := fireNames(p.due(planT0.Add(time.Minute))); got != "Made@10:01:00,MadeLate@10:01:00,Skewed@10:01:00" {
 		t.Errorf("due at 10:01 = %q, want the next fire of each", got)
+	}
+}
+
+// At the first load of a term, a job resumed while no agent was active fires again from its resume
+// on, planned before or not: none of the fires of its pause runs late or is missed (the review of
+// the change above).
+func TestPlannerFirstLoadAfterAResume(t *testing.T) {
+	t.Parallel()
+	resumed := planT0.Add(time.Second)
+	fresh := stored(1, "Fresh", "alice", "I 0:01")
+	fresh.Resumed = &resumed
+	planned := planT0.Add(-10 * time.Minute)
+	old := stored(2, "Old", "alice", "I 0:01")
+	old.NextRun, old.Resumed = &planned, &resumed
+	now := planT0.Add(2 * time.Second)
+	p := newTestPlanner(planT0.Add(-time.Hour), 30*time.Second)
+	p.load([]sqlschema.StoredJob{fresh, old}, now)
+	if got := fireNames(p.due(now)); got != "" {
+		t.Errorf("due at 10:00:02 = %q, want none: the fire of 10:00 came before the resume", got)
+	}
+	if missed := p.missed(now, func(int, time.Time) bool { return false }); len(missed) != 0 {
+		t.Errorf("missed = %+v, want none: the fires of a pause are not missed", missed)
+	}
+	if got := fireNames(p.due(planT0.Add(time.Minute))); got != "Fresh@10:01:00,Old@10:01:00" {
+		t.Errorf("due at 10:01 = %q, want the first fire after the resume of each", got)
 	}
 }
 

@@ -25,6 +25,7 @@ type inFlight struct {
 	// start), with nextStop its term's context.
 	next     *time.Time
 	nextStop context.Context
+	gone     bool // its job was dropped or paused: it does not start, nor does next
 }
 
 // errNextFire ends the wait for a session of a run whose job's next fire has come.
@@ -70,13 +71,18 @@ func (s *Service) fire(stop context.Context, j *job, scheduled *time.Time) {
 
 // endWaitsOfGone ends the waits for a session of the runs whose jobs are no longer loaded: dropped
 // or paused, they do not start (the attacker review: a dropped job's run started minutes later,
-// once a session was free). A run that has its session goes on.
+// once a session was free). One opening its session does not start either once it has it, nor
+// waits again when the server refuses it; one that has started goes on.
 func (s *Service) endWaitsOfGone(loaded func(id int) bool) {
 	s.runningMu.Lock()
 	defer s.runningMu.Unlock()
 	for id, f := range s.running {
+		if f.running || loaded(id) {
+			continue
+		}
+		f.gone = true
 		// Under runningMu, as fire does: a run cannot be granted its session after this look.
-		if !f.granted && !loaded(id) {
+		if !f.granted {
 			f.give(errJobGone)
 		}
 	}
@@ -110,8 +116,14 @@ func (s *Service) launch(stop context.Context, j *job, scheduled *time.Time, req
 				delete(s.running, j.id)
 			}
 			if next := f.next; next != nil {
-				// A fire that came while this run opened a session it did not get runs now.
+				// A fire that came while this run opened a session it did not get runs now,
+				// unless its job is gone.
 				f.next = nil
+				if f.gone {
+					s.runningMu.Unlock()
+					s.skipLater(j, *next, errJobGone.Error())
+					return
+				}
 				s.launch(f.nextStop, j, next, 0)
 				return
 			}
@@ -188,7 +200,9 @@ func (s *Service) execute(j *job, scheduled *time.Time, request int64, wait cont
 		Refused: func() {
 			s.runningMu.Lock()
 			f.granted = false
-			if f.next != nil {
+			if f.gone {
+				f.give(errJobGone)
+			} else if f.next != nil {
 				f.give(errNextFire)
 			}
 			s.runningMu.Unlock()
@@ -214,12 +228,27 @@ func (s *Service) execute(j *job, scheduled *time.Time, request int64, wait cont
 	}
 	if session != nil {
 		s.runningMu.Lock()
-		f.running = true
+		gone := f.gone
+		f.running = !gone
 		next := f.next
 		f.next = nil
 		s.runningMu.Unlock()
 		if next != nil {
-			s.skipLater(j, *next, "the previous run was still going")
+			why := "the previous run was still going"
+			if gone {
+				why = errJobGone.Error()
+			}
+			s.skipLater(j, *next, why)
+		}
+		if gone {
+			// Dropped or paused while its session opened: nothing ran on it.
+			session.ReleaseKeepingState()
+			session = nil
+			if scheduled != nil {
+				s.recordSkipped(j, *scheduled, errJobGone.Error())
+				return
+			}
+			result = sqlschema.RunResult{Status: sqlschema.RunError, Message: "the run did not start: " + errJobGone.Error()}
 		}
 	}
 	run.Started = s.cfg.Clock.Now()
