@@ -179,8 +179,8 @@ func (p *planner) resume(claimed map[int]claim, now time.Time) {
 	limit := now.Add(-p.lateLimit)
 	for id, c := range claimed {
 		pj, ok := p.jobs[id]
-		if !ok || !c.at.After(limit) {
-			delete(claimed, id)
+		if !ok || !c.at.After(limit) || pj.job.resumed != nil && !c.at.After(*pj.job.resumed) {
+			delete(claimed, id) // gone, too old, or a fire of a pause the job was resumed from since
 			continue
 		}
 		if pj.next.IsZero() || c.at.Before(pj.next) {

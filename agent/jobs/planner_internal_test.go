@@ -213,16 +213,19 @@ func TestPlannerResume(t *testing.T) {
 		claimed map[int]claim
 		due     time.Time // when due is asked
 		want    string
-		kept    int // claims left
+		kept    int        // claims left
+		resumed *time.Time // when the job was resumed, if it was
 	}{
 		{"a claim ahead whose fire is still to come fires at its time", planT0.Add(59 * time.Second),
-			map[int]claim{1: {at: at01}}, at01, "A@10:01:00", 1},
+			map[int]claim{1: {at: at01}}, at01, "A@10:01:00", 1, nil},
 		{"a claim whose fire passed within late_limit fires at once", at01.Add(10 * time.Second),
-			map[int]claim{1: {at: at01}}, at01.Add(10 * time.Second), "A@10:01:00", 1},
+			map[int]claim{1: {at: at01}}, at01.Add(10 * time.Second), "A@10:01:00", 1, nil},
 		{"a claim older than late_limit is left to missed", at01.Add(31 * time.Second),
-			map[int]claim{1: {at: at01}}, at01.Add(31 * time.Second), "", 0},
+			map[int]claim{1: {at: at01}}, at01.Add(31 * time.Second), "", 0, nil},
 		{"the claim of a job gone is dropped", planT0.Add(59 * time.Second),
-			map[int]claim{9: {at: at01}}, at01, "", 0},
+			map[int]claim{9: {at: at01}}, at01, "", 0, nil},
+		{"the claim of a fire of a pause the job was resumed from since is dropped", at01.Add(10 * time.Second),
+			map[int]claim{1: {at: at01}}, at01.Add(10 * time.Second), "", 0, ptr(at01.Add(5 * time.Second))},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -230,7 +233,7 @@ func TestPlannerResume(t *testing.T) {
 			p := newTestPlanner(planT0, 30*time.Second)
 			lastFire := at01 // the claim is in pgj_fire_: the load plans after it
 			s := stored(1, "A", "alice", "D 01")
-			s.LastFire = &lastFire
+			s.LastFire, s.Resumed = &lastFire, tt.resumed
 			p.load([]sqlschema.StoredJob{s}, tt.now)
 			p.resume(tt.claimed, tt.now)
 			if got := fireNames(p.due(tt.due)); got != tt.want {
@@ -277,3 +280,5 @@ func TestPlannerMissedLeavesAFireInFlight(t *testing.T) {
 		})
 	}
 }
+
+func ptr[T any](v T) *T { return &v }

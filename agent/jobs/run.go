@@ -44,7 +44,9 @@ func (s *Service) fire(stop context.Context, j *job, scheduled *time.Time) {
 	s.runningMu.Lock()
 	prev := s.running[j.id]
 	switch {
-	case prev == nil:
+	case prev == nil || prev.gone:
+		// A run of the job before it was dropped or paused ends without starting: this one is
+		// of the job loaded again.
 	case prev.next != nil || prev.granted && !prev.running:
 		// It opens its session (or ends, having a fire to run after it): this fire waits for that.
 		if scheduled != nil {
@@ -92,7 +94,7 @@ func (s *Service) endWaitsOfGone(loaded func(id int) bool) {
 // for a session or goes on: then it returns why it did not start it.
 func (s *Service) fireRequested(stop context.Context, j *job, request int64) (refused string) {
 	s.runningMu.Lock()
-	if s.running[j.id] != nil {
+	if prev := s.running[j.id]; prev != nil && !prev.gone {
 		s.runningMu.Unlock()
 		return fmt.Sprintf("job %s was not run: a run of it was still going (or waiting for a session)", j.name)
 	}
