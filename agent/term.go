@@ -87,11 +87,11 @@ func (a *dbAgent) serve(ctx context.Context, onConnected func()) error {
 		err := a.runServices(ctx, conn, records, t)
 		// A statement of a service waited past lock_timeout behind another session (a DBA's
 		// maintenance, or sessions the watch ended that took long to exit), or was ended to break a
-		// deadlock: the services start again
-		// in this term, keeping the lead, rather than giving it to a standby, which would count as a
-		// start (startup jobs again, interval schedules counted anew) for a lock that passes. Not
-		// twice within restartWithin: locks that do not pass end the term as any failure does, so
-		// that a leader that fires nothing does not keep the lead by restarting.
+		// deadlock: the services start again in this term, keeping the lead, rather than giving it
+		// to a standby, which would count as a start (startup jobs again, interval schedules counted
+		// anew) for a lock that passes. Not twice within restartWithin: locks that do not pass end
+		// the term as any failure does, so that a leader that fires nothing does not keep the lead
+		// by restarting.
 		if !lockTimedOut(err) || (!restarted.IsZero() && time.Since(restarted) < restartWithin) {
 			return err
 		}

@@ -66,7 +66,7 @@ func (s *Service) Run(ctx context.Context, t Term) error {
 	now := s.cfg.Clock.Now()
 	p.load(stored, now)
 	// A job dropped or paused between two terms sent a notification no session listened for.
-	s.endWaitsOfGone(func(id int) bool { return p.jobs[id] != nil })
+	s.endWaitsOfGone(p)
 	if err := s.recordMissed(ctx, records, epoch, p.missed(now, s.inFlight)); err != nil {
 		return err
 	}
@@ -94,7 +94,7 @@ func (s *Service) Run(ctx context.Context, t Term) error {
 			return err
 		}
 		p.load(stored, s.cfg.Clock.Now())
-		s.endWaitsOfGone(func(id int) bool { return p.jobs[id] != nil })
+		s.endWaitsOfGone(p)
 		s.logf(agentlog.LevelInfo, agentlog.StatusSleeping, "jobs reloaded after a change: %d jobs", len(stored))
 		if s.cfg.OnReload != nil {
 			s.cfg.OnReload()

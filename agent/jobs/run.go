@@ -75,11 +75,11 @@ func (s *Service) fire(stop context.Context, j *job, scheduled *time.Time) {
 // or paused, they do not start (the attacker review: a dropped job's run started minutes later,
 // once a session was free). One opening its session does not start either once it has it, nor
 // waits again when the server refuses it; one that has started goes on.
-func (s *Service) endWaitsOfGone(loaded func(id int) bool) {
+func (s *Service) endWaitsOfGone(p *planner) {
 	s.runningMu.Lock()
 	defer s.runningMu.Unlock()
 	for id, f := range s.running {
-		if f.running || loaded(id) {
+		if f.running || p.jobs[id] != nil {
 			continue
 		}
 		f.gone = true
@@ -88,6 +88,17 @@ func (s *Service) endWaitsOfGone(loaded func(id int) bool) {
 			f.give(errJobGone)
 		}
 	}
+}
+
+// goneRun ends a run whose job was dropped or paused before it started: a fire is recorded as
+// skipped now, and goneRun returns no result; a startup run, or one asked for by hand, gets an
+// error result for the caller to record.
+func (s *Service) goneRun(j *job, scheduled *time.Time) sqlschema.RunResult {
+	if scheduled != nil {
+		s.recordSkipped(j, *scheduled, errJobGone.Error())
+		return sqlschema.RunResult{}
+	}
+	return sqlschema.RunResult{Status: sqlschema.RunError, Message: "the run did not start: " + errJobGone.Error()}
 }
 
 // fireRequested starts a run of a job asked for by hand (request), unless a run of the job waits
@@ -214,11 +225,9 @@ func (s *Service) execute(j *job, scheduled *time.Time, request int64, wait cont
 		},
 	}); err != nil {
 		if errors.Is(context.Cause(wait), errJobGone) {
-			if scheduled != nil {
-				s.recordSkipped(j, *scheduled, errJobGone.Error())
+			if result = s.goneRun(j, scheduled); result.Status == "" {
 				return
 			}
-			result = sqlschema.RunResult{Status: sqlschema.RunError, Message: "the run did not start: " + errJobGone.Error()}
 		} else if scheduled != nil && !errors.Is(context.Cause(wait), errNextFire) && (errors.Is(err, sessions.ErrPoolClosed) || wait.Err() != nil) {
 			s.recordSkipped(j, *scheduled, "the agent stopped before a session was free")
 			return
@@ -246,11 +255,9 @@ func (s *Service) execute(j *job, scheduled *time.Time, request int64, wait cont
 			// Dropped or paused while its session opened: nothing ran on it.
 			session.ReleaseKeepingState()
 			session = nil
-			if scheduled != nil {
-				s.recordSkipped(j, *scheduled, errJobGone.Error())
+			if result = s.goneRun(j, scheduled); result.Status == "" {
 				return
 			}
-			result = sqlschema.RunResult{Status: sqlschema.RunError, Message: "the run did not start: " + errJobGone.Error()}
 		}
 	}
 	run.Started = s.cfg.Clock.Now()
