@@ -6,7 +6,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
-	"sync/atomic"
+	"sync"
 	"testing"
 	"time"
 
@@ -277,8 +277,15 @@ func TestNotificationFloodIsCoalesced(t *testing.T) {
 	alice := cluster.NewRole(t, "alice", db.name)
 	db.exec(t, "SELECT pgj_create_schedule('At01', 'D 01'), pgj_create_job('Tick', 'note(''Tick'')', null, 'At01')")
 	clock := fakeclock.New(t0)
-	var reloads atomic.Int64
-	startAgentWith(t, clock, func(o *agent.Options) { o.OnReload = func(int) { reloads.Add(1) } }, db)
+	var reloadsMu sync.Mutex
+	var reloads []time.Time
+	startAgentWith(t, clock, func(o *agent.Options) {
+		o.OnReload = func(int) {
+			reloadsMu.Lock()
+			reloads = append(reloads, time.Now())
+			reloadsMu.Unlock()
+		}
+	}, db)
 	mustSleepUntil(t, clock, t0.Add(time.Minute))
 	aliceConn := cluster.ConnectAs(t, db.name, alice)
 	started := time.Now()
@@ -294,11 +301,21 @@ func TestNotificationFloodIsCoalesced(t *testing.T) {
 		t.Fatalf("runs = %v", got)
 	}
 	elapsed := time.Since(started)
-	n := reloads.Load()
+	reloadsMu.Lock()
+	at := slices.Clone(reloads)
+	reloadsMu.Unlock()
+	n := len(at)
 	// About one a second while they keep coming, and they are delivered for a while after alice
 	// stops sending: not one per notification.
 	if n < 2 || n > 10 {
 		t.Fatalf("%d notifications in %s made %d reloads, want 2 to 10", sent, elapsed.Round(time.Millisecond), n)
+	}
+	// Never two within a second (less the time a load may take): a reload due later was run
+	// again right after one a notification had started (the README-only attack saw them 6 ms apart).
+	for i := 1; i < n; i++ {
+		if gap := at[i].Sub(at[i-1]); gap < 900*time.Millisecond {
+			t.Errorf("reloads %d and %d came %s apart, want about a second at least", i, i+1, gap.Round(time.Millisecond))
+		}
 	}
 	t.Logf("%d notifications in %s: %d reloads", sent, elapsed.Round(time.Millisecond), n)
 }

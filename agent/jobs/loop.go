@@ -88,7 +88,7 @@ func (s *Service) Run(ctx context.Context, t Term) error {
 	reloaded := time.Now()
 	var reloadDue <-chan time.Time
 	reload := func() error {
-		reloaded = time.Now()
+		reloaded, reloadDue = time.Now(), nil // a reload due later is this one
 		stored, err := sqlschema.JobLoad(ctx, records)
 		if err != nil {
 			return err
@@ -209,7 +209,6 @@ func (s *Service) Run(ctx context.Context, t Term) error {
 			}
 		case <-reloadDue:
 			t.woke(timer)
-			reloadDue = nil
 			if err := reload(); err != nil {
 				return err
 			}
