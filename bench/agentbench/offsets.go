@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"log/slog"
 	"math"
+	"runtime"
 	"slices"
 	"sort"
 	"strings"
@@ -62,6 +63,15 @@ func offsetScenarios(ctx context.Context, cluster *pgtest.Cluster, minutes int, 
 			byMinute = append(byMinute, fmt.Sprintf("%.1f", percentile(offsets, 99)))
 		}
 		fmt.Printf("  %-5s %-4s p99 of each minute: %s ms\n", "", "", strings.Join(byMinute, ", "))
+		var cpu []string
+		for _, w := range r.cpu {
+			if w.err != nil {
+				return w.err
+			}
+			cpu = append(cpu, fmt.Sprintf("%.0f/%.0f", float64(w.agent)/float64(time.Millisecond), float64(w.machine)/float64(time.Millisecond)))
+		}
+		fmt.Printf("  %-5s %-4s CPU of the agent/of the machine from %s before to %s after each minute: %s ms (the machine has %d ms)\n",
+			"", "", cpuBefore, cpuAfter, strings.Join(cpu, ", "), int(runtime.NumCPU())*int((cpuBefore+cpuAfter)/time.Millisecond))
 		if sc.dbs > 1 {
 			var spread []string
 			for _, last := range r.lastByDB {
@@ -93,7 +103,11 @@ type offsetResult struct {
 	// lastByDB is, for each minute, the offset of the last run of each database: how evenly the
 	// databases shared the sessions.
 	lastByDB [][]float64
+	cpu      []cpuWindow // the CPU time spent around each measured minute
 }
+
+// The window around each minute whose CPU time is measured: the runs of the minute start in it.
+const cpuBefore, cpuAfter = 50 * time.Millisecond, 500 * time.Millisecond
 
 // sessionsOpened returns how many sessions the server has accepted on dbs since it started.
 func sessionsOpened(ctx context.Context, cluster *pgtest.Cluster, dbs []string) (int, error) {
@@ -153,6 +167,7 @@ func startOffsetsAs(ctx context.Context, cluster *pgtest.Cluster, dbs []string, 
 	}
 	m.Apply(rows)
 	realFirst := first.Add(-offset)
+	cpu := watchCPU(realFirst, minutes, cpuBefore, cpuAfter)
 	// The sessions the server accepted on the databases from just before the first minute's
 	// warming to the end: the sessions the agent opened for the runs, and moved between databases,
 	// and any of the agents' own history sessions opened meanwhile.
@@ -172,6 +187,7 @@ func startOffsetsAs(ctx context.Context, cluster *pgtest.Cluster, dbs []string, 
 		return r, err
 	}
 	r.sessions = sessionsAfter - sessionsBefore
+	r.cpu = <-cpu
 	r.byJob = map[string][]float64{}
 	r.byMinute = make([][]float64, minutes)
 	r.lastByDB = make([][]float64, minutes)
