@@ -273,23 +273,27 @@ func (s *Service) execute(j *job, scheduled *time.Time, request int64, wait cont
 		byHand = fmt.Sprintf(" (by hand: request %d)", request)
 	}
 	s.logf(agentlog.LevelInfo, agentlog.StatusFiring, "job %s started%s: SELECT %s as %s", j.name, byHand, j.call, j.owner)
-	long := time.NewTimer(runningRowAfter) // real time: bookkeeping, not a schedule
-	defer long.Stop()
 	run.Session, run.SessionStart = int(session.PID), session.Start
-	results := make(chan sqlschema.RunResult, 1)
-	go func() { results <- s.runOn(session, j) }()
+	// A run going on past runningRowAfter gets its "running" row then, written beside it; the call
+	// runs on this goroutine.
 	var runID int64
-	select {
-	case result = <-results:
-		s.logResult(j, result)
-		<-long.C // let the other runs of this minute start before the bookkeeping
-		s.runsStarted()
-	case <-long.C:
+	rowWritten := make(chan struct{})
+	begun := time.Now()
+	long := time.AfterFunc(runningRowAfter, func() { // real time: bookkeeping, not a schedule
+		defer close(rowWritten)
+		var err error
 		if runID, err = sqlschema.RunStart(s.runCtx, records, run); err != nil {
 			s.logf(agentlog.LevelError, agentlog.StatusFiring, "job %s: %v", j.name, err)
 		}
-		result = <-results
-		s.logResult(j, result)
+	})
+	result = s.runOn(session, j)
+	s.logResult(j, result)
+	if long.Stop() {
+		// Let the other runs of this minute start before the bookkeeping.
+		time.Sleep(time.Until(begun.Add(runningRowAfter))) // real time, as above
+		s.runsStarted()
+	} else {
+		<-rowWritten
 	}
 	s.cfg.Metrics.RunEnded(j.name, string(result.Status), scheduled, run.Started, result.Finished)
 	s.finish(records, run, runID, result)

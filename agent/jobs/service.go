@@ -92,6 +92,11 @@ func New(runCtx context.Context, cfg Config) *Service {
 // Wait waits until the runs in flight have ended and been recorded.
 func (s *Service) Wait() { s.runs.Wait() }
 
+// logf logs at level, formatting the message only when the level is logged: at a busy minute a
+// database agent at log level 0 formats none of its runs' lines.
 func (s *Service) logf(level slog.Level, status, format string, args ...any) {
+	if !s.cfg.Log.Enabled(context.Background(), level) {
+		return
+	}
 	s.cfg.Log.Log(context.Background(), level, fmt.Sprintf(format, args...), "status", status)
 }

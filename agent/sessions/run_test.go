@@ -298,3 +298,37 @@ func TestOversizedErrorIsNotRead(t *testing.T) {
 	}
 	next.Release()
 }
+
+// A run whose context ends is cancelled on the server, not only given up by the agent: its session
+// is closed and its backend stops, even when the call turned the server's check of the client's
+// connection off (found by the review of the run sent without pgx's pipeline, which had dropped the
+// cancel request).
+func TestRunEndedByItsContextIsCancelledOnTheServer(t *testing.T) {
+	t.Parallel()
+	e := newAttackEnv(t)
+	e.fn(`CREATE FUNCTION s.sleep_unchecked() RETURNS int LANGUAGE sql AS $$ SELECT set_config('client_connection_check_interval', '0', false)::int + 0 * pg_sleep(60)::text::int $$`)
+	s := e.get()
+	pid := s.PID
+	ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
+	defer cancel()
+	err := s.Run(ctx, []sessions.Statement{{SQL: "SELECT (s.sleep_unchecked()) IS NULL"}})
+	if !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("run: %v, want its context's deadline", err)
+	}
+	// The backend ends its pg_sleep once cancelled; without the cancel it sleeps 60 s.
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		var state, query string
+		err := e.admin.QueryRow(context.Background(), "SELECT coalesce(state, ''), query FROM pg_stat_activity WHERE pid = $1", pid).Scan(&state, &query)
+		if errors.Is(err, pgx.ErrNoRows) || err == nil && state != "active" {
+			return
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("backend %d still %s 10 s after its run's context ended: %s", pid, state, query)
+		}
+		time.Sleep(20 * time.Millisecond) // polling the server's view: no event to wait on
+	}
+}
