@@ -234,7 +234,8 @@ func (b *Budget) closed(owner string) {
 	}
 }
 
-// takeIdle returns the session line k used last, if one is idle and the line may have it. b.mu is
+// takeIdle returns the session line k used last, if one is idle and the line may have it. One
+// whose server ended it while it was idle is closed instead, and the next is looked at. b.mu is
 // held.
 func (b *Budget) takeIdle(k key) *Session {
 	p := k.pool
@@ -244,6 +245,11 @@ func (b *Budget) takeIdle(k key) *Session {
 	for i := len(b.idle) - 1; i >= 0; i-- {
 		if s := b.idle[i]; s.key == k {
 			b.idle = append(b.idle[:i], b.idle[i+1:]...)
+			if !alive(s.Conn.PgConn()) {
+				b.closed(k.owner)
+				b.closing = append(b.closing, s.Conn)
+				continue
+			}
 			s.keepUntil = time.Time{} // it serves its fire
 			b.lend(k)
 			return s

@@ -37,7 +37,10 @@ func (b *Budget) dispatch() {
 		k := b.turns[best]
 		var g grant
 		if g.s = b.takeIdle(k); g.s == nil {
-			evict, _ := b.roomToRun(k)
+			evict, ok := b.roomToRun(k)
+			if !ok {
+				continue // its idle sessions were gone (closed by takeIdle): looked at anew
+			}
 			b.permit(k, evict)
 			g.open = true
 		}

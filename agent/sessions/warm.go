@@ -27,6 +27,7 @@ func (p *Pool) Warm(ctx context.Context, owner string, n int) {
 		// started, which an open session of the line serves as well, and each costs the server a
 		// start and a first run with cold caches.
 		n = min(n, most-p.lent, b.startingMax())
+		b.closeDead(k)
 		for _, s := range b.idle {
 			if s.key == k && n > 0 {
 				b.keep(s)

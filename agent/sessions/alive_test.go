@@ -1,0 +1,79 @@
+package sessions_test
+
+import (
+	"context"
+	"errors"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/pgjobs/pgjobs/agent/sessions"
+)
+
+// A kept session that its server ended while it was idle (here its own role, with
+// pg_terminate_backend) is not lent to the next run, which would fail though nothing of it ran: the
+// run gets a new session, opened at once, or ahead by the warming before its fire.
+func TestSessionEndedWhileIdleIsNotLent(t *testing.T) {
+	t.Parallel()
+	for _, warmed := range []bool{false, true} {
+		name := map[bool]string{false: "at the run", true: "by the warming"}[warmed]
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			ctx := context.Background()
+			db := cluster.NewDatabase(t)
+			alice := cluster.NewRole(t, "alice", db)
+			var opened atomic.Int32
+			p := sessions.NewBudget(4).NewPool(ctx, 2, counted(opener(cluster, db), &opened))
+			t.Cleanup(p.Close)
+
+			s := got(t, acquire(t, ctx, p, alice), "the first run")
+			ended := s.PID
+			if err := s.Run(ctx, []sessions.Statement{{SQL: "SELECT 1"}}); err != nil {
+				t.Fatalf("first run: %v", err)
+			}
+			ac := cluster.ConnectAs(t, db, alice)
+			if _, err := ac.Exec(ctx, "SELECT pg_terminate_backend($1)", ended); err != nil {
+				t.Fatal(err)
+			}
+			waitGone(t, ac, ended)
+
+			if warmed {
+				p.Warm(ctx, alice, 1)
+				if n := opened.Load(); n != 2 {
+					t.Fatalf("the warming opened %d sessions in all, want 2: it kept the ended one", n)
+				}
+			}
+			s = got(t, acquire(t, ctx, p, alice), "the run after")
+			if s.PID == ended {
+				t.Fatalf("the run was lent the session whose backend %d had ended", ended)
+			}
+			if err := s.Run(ctx, []sessions.Statement{{SQL: "SELECT 1"}}); err != nil {
+				t.Fatalf("the run after: %v", err)
+			}
+			if n := opened.Load(); n != 2 {
+				t.Fatalf("%d sessions opened in all, want 2", n)
+			}
+		})
+	}
+}
+
+// waitGone waits until the backend pid has left pg_stat_activity: it has sent its session the
+// FATAL error that ends it.
+func waitGone(t *testing.T, conn *pgx.Conn, pid uint32) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		var n int
+		if err := conn.QueryRow(context.Background(), "SELECT count(*) FROM pg_stat_activity WHERE pid = $1", pid).Scan(&n); err != nil && !errors.Is(err, pgx.ErrNoRows) {
+			t.Fatal(err)
+		}
+		if n == 0 {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("backend %d still there 10 s after it was terminated", pid)
+		}
+		time.Sleep(10 * time.Millisecond) // polling the server's view: no event to wait on
+	}
+}
