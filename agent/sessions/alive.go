@@ -1,45 +1,94 @@
 package sessions
 
 import (
+	"context"
 	"crypto/tls"
 	"errors"
 	"syscall"
+	"time"
 
 	"github.com/jackc/pgx/v5/pgconn"
 )
 
-// alive reports whether an idle session's connection still serves: the server sends an idle
-// session nothing but the FATAL error and the end of a session it ended (pg_terminate_backend,
-// a shutdown), so anything there is to read, or an error, says it is gone. It reads nothing and
-// does not wait: one system call.
+// maxPending is how many messages alive reads from an idle session at most: past them, the run
+// reads the rest, as it would without the look.
+const maxPending = 64
+
+// alive reports whether an idle session still serves. The server sends an idle session little: a
+// notification to a channel it listens on (a task's session kept with its state), a notice, or the
+// FATAL error and the end of a session it ended (pg_terminate_backend, a shutdown). So when there
+// is something to read, alive reads it through pgconn, a millisecond at most for each message, as a
+// run would (notifications and notices dropped), until nothing is left or the session turns out
+// ended. With nothing to read, the usual case, it costs one system call and waits for nothing.
 //
 // A session its server ended while it was idle would otherwise fail the next run lent it, which
 // would be recorded as an error though nothing of it ran (the attacker review of stop 26).
 func alive(conn *pgconn.PgConn) bool {
-	if conn.IsClosed() || conn.Frontend().ReadBufferLen() > 0 {
-		return false
+	for range maxPending {
+		pending, open := pendingInput(conn)
+		if !open {
+			return false
+		}
+		if !pending {
+			return true
+		}
+		if conn.Conn().SetReadDeadline(time.Now().Add(time.Millisecond)) != nil {
+			return false
+		}
+		_, err := conn.ReceiveMessage(context.Background()) // bounded by the deadline
+		if conn.IsClosed() {
+			return false // a FATAL error, or the connection broke
+		}
+		if conn.Conn().SetReadDeadline(time.Time{}) != nil {
+			return false
+		}
+		if err != nil {
+			return true // a timeout: a message not all there yet, which the run reads
+		}
+	}
+	return true
+}
+
+// pendingInput reports whether conn has something to read, without reading it or waiting, and
+// whether its connection is still open: not at its end, nor failed.
+func pendingInput(conn *pgconn.PgConn) (pending, open bool) {
+	if conn.IsClosed() {
+		return false, false
+	}
+	if conn.Frontend().ReadBufferLen() > 0 {
+		return true, true
 	}
 	nc := conn.Conn()
 	if t, ok := nc.(*tls.Conn); ok {
-		nc = t.NetConn()
+		nc = t.NetConn() // bytes crypto/tls holds already are missed: the run finds them
 	}
 	sc, ok := nc.(syscall.Conn)
 	if !ok {
-		return true // no socket to look at: the run finds out
+		return false, true // no socket to look at: the run finds out
 	}
 	raw, err := sc.SyscallConn()
 	if err != nil {
-		return false
+		return false, false
 	}
-	gone := false
 	err = raw.Read(func(fd uintptr) bool {
 		var b [1]byte
-		n, _, err := syscall.Recvfrom(int(fd), b[:], syscall.MSG_PEEK|syscall.MSG_DONTWAIT)
-		// n > 0: a message; n == 0 without an error: the end of the connection.
-		gone = n >= 0 && err == nil || err != nil && !errors.Is(err, syscall.EAGAIN)
+		n, _, rerr := syscall.Recvfrom(int(fd), b[:], syscall.MSG_PEEK|syscall.MSG_DONTWAIT)
+		switch {
+		case rerr == nil && n > 0:
+			pending, open = true, true
+		case rerr == nil: // n == 0: the end of the connection
+			pending, open = false, false
+		case errors.Is(rerr, syscall.EAGAIN):
+			pending, open = false, true
+		default:
+			pending, open = false, false
+		}
 		return true // done, whatever it found: never wait for the socket
 	})
-	return err == nil && !gone
+	if err != nil {
+		return false, false
+	}
+	return pending, open
 }
 
 // closeDead closes the idle sessions of line k that are gone (alive), so that warming opens new

@@ -3,6 +3,7 @@ package sessions_test
 import (
 	"context"
 	"errors"
+	"strconv"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -73,6 +74,62 @@ func waitGone(t *testing.T, conn *pgx.Conn, pid uint32) {
 		}
 		if time.Now().After(deadline) {
 			t.Fatalf("backend %d still there 10 s after it was terminated", pid)
+		}
+		time.Sleep(10 * time.Millisecond) // polling the server's view: no event to wait on
+	}
+}
+
+// A kept session that the server sent a notification while it was idle (a task's session kept with
+// its state, listening) is no ended session: it is lent again, its state intact (the review of the
+// look at idle sessions, which closed it at first).
+func TestSessionNotifiedWhileIdleIsLentAgain(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	db := cluster.NewDatabase(t)
+	alice := cluster.NewRole(t, "alice", db)
+	p := sessions.NewBudget(4).NewPool(ctx, 2, opener(cluster, db))
+	t.Cleanup(p.Close)
+
+	s := got(t, acquire(t, ctx, p, alice), "the first run")
+	kept := s.PID
+	if _, err := s.Conn.Exec(ctx, "LISTEN pgjobs_test; CREATE TEMP TABLE saved (x int)", pgx.QueryExecModeSimpleProtocol); err != nil {
+		t.Fatal(err)
+	}
+	s.ReleaseKeepingState()
+	ac := cluster.ConnectAs(t, db, alice)
+	for i := range 3 {
+		if _, err := ac.Exec(ctx, "SELECT pg_notify('pgjobs_test', $1)", strconv.Itoa(i)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	waitNotified(t, ac, kept)
+
+	s = got(t, acquire(t, ctx, p, alice), "the run after")
+	if s.PID != kept {
+		t.Fatalf("the run was lent backend %d, not the kept one %d: the notified session was closed", s.PID, kept)
+	}
+	var n int
+	if err := s.Conn.QueryRow(ctx, "SELECT count(*) FROM saved").Scan(&n); err != nil {
+		t.Fatalf("the kept state is gone: %v", err)
+	}
+	s.Release()
+}
+
+// waitNotified waits until the notifications sent before it have reached the backend pid's client:
+// the queue is empty once every listener has read them.
+func waitNotified(t *testing.T, conn *pgx.Conn, pid uint32) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		var usage float64
+		if err := conn.QueryRow(context.Background(), "SELECT pg_notification_queue_usage()").Scan(&usage); err != nil {
+			t.Fatal(err)
+		}
+		if usage == 0 {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("backend %d has not taken its notifications 10 s after they were sent", pid)
 		}
 		time.Sleep(10 * time.Millisecond) // polling the server's view: no event to wait on
 	}
