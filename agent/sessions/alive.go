@@ -14,25 +14,31 @@ import (
 // reads the rest, as it would without the look.
 const maxPending = 64
 
+// lookFor bounds the reading of one look at idle sessions (alive, for all it looks at): it runs with
+// the budget's lock held, which a role flooding its own listening sessions with notifications must
+// not hold for long (the attacker review of the look).
+const lookFor = time.Millisecond
+
 // alive reports whether an idle session still serves. The server sends an idle session little: a
 // notification to a channel it listens on (a task's session kept with its state), a notice, or the
 // FATAL error and the end of a session it ended (pg_terminate_backend, a shutdown). So when there
-// is something to read, alive reads it through pgconn, a millisecond at most for each message, as a
-// run would (notifications and notices dropped), until nothing is left or the session turns out
-// ended. With nothing to read, the usual case, it costs one system call and waits for nothing.
+// is something to read, alive reads it through pgconn until deadline at most, as a run would
+// (notifications and notices dropped), until nothing is left or the session turns out ended; what
+// is left by then the run reads. With nothing to read, the usual case, it costs one system call and
+// waits for nothing.
 //
 // A session its server ended while it was idle would otherwise fail the next run lent it, which
 // would be recorded as an error though nothing of it ran (the attacker review of stop 26).
-func alive(conn *pgconn.PgConn) bool {
+func alive(conn *pgconn.PgConn, deadline time.Time) bool {
 	for range maxPending {
 		pending, open := pendingInput(conn)
 		if !open {
 			return false
 		}
-		if !pending {
+		if !pending || !time.Now().Before(deadline) {
 			return true
 		}
-		if conn.Conn().SetReadDeadline(time.Now().Add(time.Millisecond)) != nil {
+		if conn.Conn().SetReadDeadline(deadline) != nil {
 			return false
 		}
 		_, err := conn.ReceiveMessage(context.Background()) // bounded by the deadline
@@ -94,9 +100,10 @@ func pendingInput(conn *pgconn.PgConn) (pending, open bool) {
 // closeDead closes the idle sessions of line k that are gone (alive), so that warming opens new
 // ones ahead of the fire rather than the fire finding them gone. b.mu is held.
 func (b *Budget) closeDead(k key) {
+	deadline := time.Now().Add(lookFor)
 	live := b.idle[:0]
 	for _, s := range b.idle {
-		if s.key == k && !alive(s.Conn.PgConn()) {
+		if s.key == k && !alive(s.Conn.PgConn(), deadline) {
 			b.closed(k.owner)
 			b.closing = append(b.closing, s.Conn)
 			continue

@@ -134,3 +134,47 @@ func waitNotified(t *testing.T, conn *pgx.Conn, pid uint32) {
 		time.Sleep(10 * time.Millisecond) // polling the server's view: no event to wait on
 	}
 }
+
+// The look at an idle session reads no further than its deadline, whatever is there to read: a role
+// flooding its own listening session with notifications does not hold the budget's lock longer (the
+// attacker review of the look).
+func TestLookAtIdleSessionReadsNoFurtherThanItsDeadline(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	db := cluster.NewDatabase(t)
+	alice := cluster.NewRole(t, "alice", db)
+	listener := cluster.ConnectAs(t, db, alice)
+	if _, err := listener.Exec(ctx, "LISTEN pgjobs_test"); err != nil {
+		t.Fatal(err)
+	}
+	ac := cluster.ConnectAs(t, db, alice)
+	if _, err := ac.Exec(ctx, "SELECT pg_notify('pgjobs_test', 'x' || i) FROM generate_series(1, 3) i"); err != nil {
+		t.Fatal(err)
+	}
+	waitNotified(t, ac, listener.PgConn().PID())
+	conn := listener.PgConn()
+	// The first read takes the three, sent at once, into pgconn's buffer: the look's reading is
+	// then bounded by its deadline only, not by the socket's.
+	if _, err := conn.ReceiveMessage(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if pending, open := sessions.Pending(conn); !pending || !open {
+		t.Fatalf("pending %v, open %v: want the notifications waiting on an open session", pending, open)
+	}
+	if !sessions.Alive(conn, time.Now()) {
+		t.Fatal("a session with notifications waiting looked ended")
+	}
+	if pending, _ := sessions.Pending(conn); !pending {
+		t.Fatal("the look read past its deadline")
+	}
+	if !sessions.Alive(conn, time.Now().Add(10*time.Second)) {
+		t.Fatal("a session with notifications waiting looked ended")
+	}
+	if pending, open := sessions.Pending(conn); pending || !open {
+		t.Fatalf("pending %v, open %v after a look with time to read: want all read, the session open", pending, open)
+	}
+	var one int
+	if err := listener.QueryRow(ctx, "SELECT 1").Scan(&one); err != nil || one != 1 {
+		t.Fatalf("the session after the look: %d, %v", one, err)
+	}
+}

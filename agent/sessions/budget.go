@@ -242,10 +242,11 @@ func (b *Budget) takeIdle(k key) *Session {
 	if p.lent >= p.max || p.lentBy[k.owner] >= share(p.max) || b.startsFull() {
 		return nil
 	}
+	deadline := time.Now().Add(lookFor)
 	for i := len(b.idle) - 1; i >= 0; i-- {
 		if s := b.idle[i]; s.key == k {
 			b.idle = append(b.idle[:i], b.idle[i+1:]...)
-			if !alive(s.Conn.PgConn()) {
+			if !alive(s.Conn.PgConn(), deadline) {
 				b.closed(k.owner)
 				b.closing = append(b.closing, s.Conn)
 				continue
