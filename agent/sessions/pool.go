@@ -99,7 +99,7 @@ func (p *Pool) Acquire(ctx context.Context, owner string, hooks Hooks) (*Session
 			return nil, ErrPoolClosed
 		}
 		var g grant
-		open := b.open
+		openBefore := b.open
 		if len(b.lines[k]) == 0 || front {
 			if g.s = b.takeIdle(k); g.s == nil {
 				if evict, ok := b.roomToRun(k); ok {
@@ -133,9 +133,9 @@ func (p *Pool) Acquire(ctx context.Context, owner string, hooks Hooks) (*Session
 				ahead = len(b.lines[k]) - 1
 			}
 			b.armRetry() // served again once it has waited OldestAfter, if nothing frees before
-			if b.open < open {
-				b.dispatch() // takeIdle closed idle sessions that were gone: their room serves others
-			}
+		}
+		if b.open < openBefore {
+			b.dispatch() // takeIdle closed idle sessions that were gone: their room serves others
 		}
 		b.unlock()
 		if w != nil {
