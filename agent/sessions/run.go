@@ -88,8 +88,9 @@ func (s *Session) Run(ctx context.Context, stmts []Statement) error {
 	if !answered && !conn.IsClosed() {
 		// The reading stopped early (ctx ended, or the reset stalled), not the connection: the
 		// session is closed, and the server is asked to cancel what it still runs, as pgconn asks
-		// when it gives up a connection. No other run will use this backend.
-		go cancelOnServer(conn)
+		// when it gives up a connection, then to end the backend if it runs on. No other run will
+		// use this backend.
+		go s.key.pool.endOnServer(conn, s)
 	}
 	if !conn.IsClosed() {
 		if err := conn.Conn().SetDeadline(time.Time{}); err != nil && resetErr == nil {

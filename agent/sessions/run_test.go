@@ -118,6 +118,7 @@ func newAttackEnv(t *testing.T) *attackEnv {
 	}
 	ac := cluster.ConnectAs(t, db, alice)
 	b := sessions.NewBudget(4)
+	b.EndAfter = time.Minute // a backend given up ends by its cancel here, not by being ended
 	p := b.NewPool(ctx, 1, opener(cluster, db))
 	t.Cleanup(p.Close)
 	e := &attackEnv{t: t, db: db, alice: alice, admin: admin, ac: ac, p: p}
@@ -331,4 +332,59 @@ func TestRunEndedByItsContextIsCancelledOnTheServer(t *testing.T) {
 		}
 		time.Sleep(20 * time.Millisecond) // polling the server's view: no event to wait on
 	}
+}
+
+// A run given up whose call catches the cancel (and turned the server's check of the client's
+// connection off) does not run on outside the budget: its backend is ended EndAfter later, on a
+// session of its own role (noted by the attacker review of stop 26; it ran until its call ended).
+func TestRunCatchingItsCancelIsEnded(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	db := cluster.NewDatabase(t)
+	alice := cluster.NewRole(t, "alice", db)
+	admin := cluster.Connect(t, db)
+	if _, err := admin.Exec(ctx, "CREATE SCHEMA s AUTHORIZATION "+pgx.Identifier{alice}.Sanitize()); err != nil {
+		t.Fatal(err)
+	}
+	ac := cluster.ConnectAs(t, db, alice)
+	if _, err := ac.Exec(ctx, `CREATE FUNCTION s.stubborn() RETURNS int LANGUAGE plpgsql AS $$
+BEGIN
+	PERFORM set_config('client_connection_check_interval', '0', false);
+	LOOP
+		BEGIN
+			PERFORM pg_sleep(60);
+		EXCEPTION WHEN query_canceled THEN
+			NULL;
+		END;
+	END LOOP;
+END $$`); err != nil {
+		t.Fatal(err)
+	}
+	b := sessions.NewBudget(4)
+	b.EndAfter = 300 * time.Millisecond
+	warned := make(chan string, 1)
+	b.Warnf = func(format string, args ...any) {
+		select {
+		case warned <- fmt.Sprintf(format, args...):
+		default:
+		}
+	}
+	p := b.NewPool(ctx, 1, opener(cluster, db))
+	t.Cleanup(p.Close)
+	s := got(t, acquire(t, ctx, p, alice), "a session")
+	pid := s.PID
+	runCtx, cancel := context.WithTimeout(ctx, 300*time.Millisecond)
+	defer cancel()
+	if err := s.Run(runCtx, []sessions.Statement{{SQL: "SELECT (s.stubborn()) IS NULL"}}); !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("run: %v, want its context's deadline", err)
+	}
+	select {
+	case w := <-warned:
+		if !strings.Contains(w, "ended") || !strings.Contains(w, fmt.Sprint(pid)) {
+			t.Fatalf("warned %q, want backend %d ended", w, pid)
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatalf("backend %d of a run given up was not ended 30 s after", pid)
+	}
+	waitGone(t, admin, pid)
 }
