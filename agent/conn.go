@@ -12,6 +12,7 @@ import (
 	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/pgjobs/pgjobs/agent/agentlog"
+	"github.com/pgjobs/pgjobs/agent/sessions"
 	"github.com/pgjobs/pgjobs/sqlschema"
 )
 
@@ -102,6 +103,30 @@ func (a *dbAgent) ownerConnConfig(owner string) (*pgx.ConnConfig, error) {
 	// A run may LISTEN and notify itself: the notifications reach the session when the run commits,
 	// and pgx would keep them until the session closes. Nothing reads them; they are dropped.
 	cfg.OnNotification = func(*pgconn.PgConn, *pgconn.Notification) {}
+	return cfg, nil
+}
+
+// openSessionToEnd opens a session authenticated as a job owner to end a backend of its own
+// (sessions.Pool.OpenToEnd), with sessions.EndParams: the owner's defaults give way to them.
+func (a *dbAgent) openSessionToEnd(ctx context.Context, owner string) (*pgx.Conn, time.Time, error) {
+	cfg, err := a.endConnConfig(owner)
+	if err != nil {
+		return nil, time.Time{}, err
+	}
+	conn, err := pgx.ConnectConfig(ctx, cfg)
+	return conn, time.Time{}, err
+}
+
+// endConnConfig returns the connection settings of a session of owner that ends a backend of its.
+func (a *dbAgent) endConnConfig(owner string) (*pgx.ConnConfig, error) {
+	cfg, err := a.ownerConnConfig(owner)
+	if err != nil {
+		return nil, err
+	}
+	cfg.RuntimeParams["application_name"] = applicationName(a.db.ID) + " end"
+	for k, v := range sessions.EndParams {
+		cfg.RuntimeParams[k] = v
+	}
 	return cfg, nil
 }
 

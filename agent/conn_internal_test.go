@@ -7,6 +7,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/pgjobs/pgjobs/agent/sessions"
 )
 
 // An owner session keeps none of the notifications its runs receive (the attacker review: a run
@@ -26,6 +27,24 @@ func TestOwnerSessionsKeepNoNotificationsNorCachedStatements(t *testing.T) {
 	}
 	if cfg.DefaultQueryExecMode != pgx.QueryExecModeExec {
 		t.Errorf("DefaultQueryExecMode %v, want QueryExecModeExec: the reset deallocates pgx's cached statements", cfg.DefaultQueryExecMode)
+	}
+}
+
+// The session that ends a backend of a run given up connects as its owner with sessions.EndParams,
+// which win over the owner's own defaults.
+func TestSessionToEndConnectsWithEndParams(t *testing.T) {
+	a := &dbAgent{db: Database{ID: 7, DSN: "host=/tmp dbname=sales"}}
+	cfg, err := a.endConnConfig("alice")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cfg.User != "alice" {
+		t.Errorf("user %q, want alice", cfg.User)
+	}
+	for k, v := range sessions.EndParams {
+		if got := cfg.RuntimeParams[k]; got != v {
+			t.Errorf("%s = %q, want %q", k, got, v)
+		}
 	}
 }
 

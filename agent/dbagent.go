@@ -69,6 +69,10 @@ func newDBAgent(db Database, opt Options, runCtx context.Context, budget *sessio
 	a.status.s = DatabaseStatus{ID: db.ID, Database: db.name(), State: StateStarting, Since: opt.Clock.Now()}
 	a.metrics.State(false, false, false)
 	a.owners = budget.NewPool(runCtx, opt.MaxRuns, a.openOwnerSession)
+	a.owners.Warnf = func(format string, args ...any) {
+		a.logf(agentlog.LevelError, agentlog.StatusFiring, format, args...)
+	}
+	a.owners.OpenToEnd = a.openSessionToEnd
 	a.taskOwners = budget.NewUnwarmedPool(runCtx, opt.TaskRuns, a.openOwnerSession)
 	a.tasks = task.New(runCtx, task.Config{
 		Clock: opt.Clock, Location: opt.Location, Log: a.log, Sessions: a.taskOwners, Slots: opt.TaskRuns, Metrics: a.metrics,

@@ -112,9 +112,6 @@ func (m *Master) start(db Database, startupDone bool) {
 	if !ok {
 		budget = sessions.NewBudget(m.opt.Sessions)
 		budget.StartingMax = m.opt.StartingMax
-		budget.Warnf = func(format string, args ...any) {
-			m.log.Log(context.Background(), agentlog.LevelError, fmt.Sprintf(format, args...), "status", agentlog.StatusFiring, "server", server)
-		}
 		m.budgets[server] = budget
 	}
 	a := newDBAgent(db, m.opt, m.runCtx, budget)

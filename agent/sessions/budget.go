@@ -34,8 +34,6 @@ type Budget struct {
 	// EndAfter is how long the backend of a run given up and cancelled may still run before it is
 	// ended (endOnServer); 0 means 5 s.
 	EndAfter time.Duration
-	// Warnf, if not nil, is told what the budget could not do, or had to: a backend it ended.
-	Warnf func(format string, args ...any)
 
 	mu         sync.Mutex
 	size       int                   // the sessions in all; 0 until known

@@ -11,3 +11,8 @@ func Alive(conn *pgconn.PgConn, deadline time.Time) bool { return alive(conn, de
 
 // Pending is pendingInput, for the same tests.
 func Pending(conn *pgconn.PgConn) (pending, open bool) { return pendingInput(conn) }
+
+// EndBackend is Pool.endBackend, for the same tests.
+func EndBackend(p *Pool, owner string, pid uint32, start time.Time) (bool, error) {
+	return p.endBackend(owner, pid, start)
+}

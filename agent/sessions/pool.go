@@ -22,6 +22,13 @@ type Opener func(ctx context.Context, owner string) (*pgx.Conn, time.Time, error
 
 // Pool lends the sessions of one database's job owners, from a Budget.
 type Pool struct {
+	// Warnf, if not nil, is told what the pool could not do, or had to: a backend of a run given
+	// up that it ended, or could not end (endOnServer). Set before the pool lends.
+	Warnf func(format string, args ...any)
+	// OpenToEnd, if not nil, opens the session of an owner that ends a backend of its run given up
+	// (endOnServer), with EndParams; nil means the pool's own opener. Set before the pool lends.
+	OpenToEnd Opener
+
 	budget *Budget
 	ctx    context.Context // sessions are opened within it
 	open   Opener

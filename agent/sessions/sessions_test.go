@@ -34,11 +34,29 @@ func opener(c *pgtest.Cluster, database string) sessions.Opener {
 			return nil, time.Time{}, err
 		}
 		var start time.Time
-		if err := conn.QueryRow(ctx, "SELECT backend_start FROM pg_stat_activity WHERE pid = pg_backend_pid()").Scan(&start); err != nil {
+		// Qualified in full, as the agent's is: a test role may put an = of its own first.
+		if err := conn.QueryRow(ctx, "SELECT backend_start FROM pg_catalog.pg_stat_activity WHERE pid OPERATOR(pg_catalog.=) pg_catalog.pg_backend_pid()").Scan(&start); err != nil {
 			conn.Close(ctx)
 			return nil, time.Time{}, err
 		}
 		return conn, start, nil
+	}
+}
+
+// endOpener opens the sessions that end a backend of a run given up, as the agent does: as the
+// owner, with sessions.EndParams.
+func endOpener(c *pgtest.Cluster, database string) sessions.Opener {
+	return func(ctx context.Context, owner string) (*pgx.Conn, time.Time, error) {
+		cfg, err := c.ConnConfig(database)
+		if err != nil {
+			return nil, time.Time{}, err
+		}
+		cfg.User = owner
+		for k, v := range sessions.EndParams {
+			cfg.RuntimeParams[k] = v
+		}
+		conn, err := pgx.ConnectConfig(ctx, cfg)
+		return conn, time.Time{}, err
 	}
 }
 
