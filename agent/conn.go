@@ -2,6 +2,7 @@ package agent
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net"
 	"strconv"
@@ -113,7 +114,14 @@ func (a *dbAgent) openSessionToEnd(ctx context.Context, owner string) (*pgx.Conn
 	if err != nil {
 		return nil, time.Time{}, err
 	}
+	// PostgreSQL 17's transaction_timeout, which a role may set for itself too; a server before
+	// 17 refuses a session that names it (42704), and is connected to again without it.
+	cfg.RuntimeParams["transaction_timeout"] = "0"
 	conn, err := pgx.ConnectConfig(ctx, cfg)
+	if pgErr := (*pgconn.PgError)(nil); errors.As(err, &pgErr) && pgErr.Code == "42704" {
+		delete(cfg.RuntimeParams, "transaction_timeout")
+		conn, err = pgx.ConnectConfig(ctx, cfg)
+	}
 	return conn, time.Time{}, err
 }
 

@@ -1,0 +1,49 @@
+package agent_test
+
+import (
+	"context"
+	"testing"
+
+	"github.com/pgjobs/pgjobs/agent"
+)
+
+// The session the agent opens to end a backend of a run given up connects and works whatever
+// defaults its role set for itself meanwhile (the attacker review: a statement_timeout of 1 ms, a
+// DateStyle, a search_path with an = of the role's first, transaction_timeout on PostgreSQL 17).
+func TestSessionToEndWinsOverRoleDefaults(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	db := cluster.NewDatabase(t)
+	alice := cluster.NewRole(t, "alice", db)
+	ac := cluster.ConnectAs(t, db, alice)
+	var version int
+	if err := ac.QueryRow(ctx, "SELECT current_setting('server_version_num')::int").Scan(&version); err != nil {
+		t.Fatal(err)
+	}
+	defaults := []string{
+		"ALTER ROLE CURRENT_USER SET statement_timeout = 1",
+		"ALTER ROLE CURRENT_USER SET DateStyle = 'SQL, DMY'",
+		"ALTER ROLE CURRENT_USER SET search_path = public",
+		"ALTER ROLE CURRENT_USER SET default_transaction_read_only = on",
+	}
+	if version >= 170000 {
+		defaults = append(defaults, "ALTER ROLE CURRENT_USER SET transaction_timeout = 1")
+	}
+	for _, sql := range defaults {
+		if _, err := ac.Exec(ctx, sql); err != nil {
+			t.Fatalf("%s: %v", sql, err)
+		}
+	}
+	conn, err := agent.OpenSessionToEnd(ctx, cluster.DSN(db), alice)
+	if err != nil {
+		t.Fatalf("open: %v", err)
+	}
+	defer conn.Close(ctx)
+	var user, path, style, readOnly string
+	if err := conn.QueryRow(ctx, "SELECT current_user, current_setting('search_path'), current_setting('DateStyle'), current_setting('transaction_read_only') FROM pg_catalog.pg_sleep(0.05)").Scan(&user, &path, &style, &readOnly); err != nil {
+		t.Fatalf("a statement of 50 ms: %v", err)
+	}
+	if user != alice || path != "pg_catalog, pg_temp" || style != "ISO, MDY" && style != "ISO, DMY" || readOnly != "off" {
+		t.Fatalf("user %s, search_path %q, DateStyle %q, read only %s: want %s, pg_catalog, ISO, off", user, path, style, readOnly, alice)
+	}
+}
