@@ -8,8 +8,9 @@ import (
 )
 
 // The session the agent opens to end a backend of a run given up connects and works whatever
-// defaults its role set for itself meanwhile (the attacker review: a statement_timeout of 1 ms, a
-// DateStyle, a search_path with an = of the role's first, transaction_timeout on PostgreSQL 17).
+// defaults its role set for itself meanwhile (the attacker reviews: a statement_timeout of 1 ms, a
+// DateStyle, a search_path with an = of the role's first, transaction_timeout on PostgreSQL 17, a
+// local_preload_libraries that fails every login).
 func TestSessionToEndWinsOverRoleDefaults(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
@@ -25,6 +26,7 @@ func TestSessionToEndWinsOverRoleDefaults(t *testing.T) {
 		"ALTER ROLE CURRENT_USER SET DateStyle = 'SQL, DMY'",
 		"ALTER ROLE CURRENT_USER SET search_path = public",
 		"ALTER ROLE CURRENT_USER SET default_transaction_read_only = on",
+		"ALTER ROLE CURRENT_USER SET local_preload_libraries = 'nonexistent'",
 	}
 	if version >= 170000 {
 		defaults = append(defaults, "ALTER ROLE CURRENT_USER SET transaction_timeout = 1")

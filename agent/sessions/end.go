@@ -23,8 +23,9 @@ func (b *Budget) endAfter() time.Duration {
 
 // EndParams are the settings a session opened to end a backend connects with (its opener sets
 // them as startup parameters, which win over the role's own defaults): the role's defaults set while
-// its stubborn run went on (the attacker review: a statement_timeout of 1 ms, a DateStyle, a
-// search_path with its own =) must not keep the session from ending the backend.
+// its stubborn run went on (the attacker reviews: a statement_timeout of 1 ms, a DateStyle, a
+// search_path with its own =, local_preload_libraries naming no library, a client_encoding set from
+// a SQL_ASCII database) must not keep the session from ending the backend.
 var EndParams = map[string]string{
 	"search_path":                         "pg_catalog, pg_temp",
 	"statement_timeout":                   "10000",
@@ -35,6 +36,8 @@ var EndParams = map[string]string{
 	"default_transaction_isolation":       "read committed",
 	"default_transaction_deferrable":      "off",
 	"role":                                "none",
+	"local_preload_libraries":             "", // a missing library fails every login (the second attacker review)
+	"client_encoding":                     "UTF8",
 }
 
 // endTrying is how long endOnServer tries to open a session to end a backend with: the role's
