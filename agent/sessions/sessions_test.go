@@ -43,23 +43,6 @@ func opener(c *pgtest.Cluster, database string) sessions.Opener {
 	}
 }
 
-// endOpener opens the sessions that end a backend of a run given up, as the agent does: as the
-// owner, with sessions.EndParams.
-func endOpener(c *pgtest.Cluster, database string) sessions.Opener {
-	return func(ctx context.Context, owner string) (*pgx.Conn, time.Time, error) {
-		cfg, err := c.ConnConfig(database)
-		if err != nil {
-			return nil, time.Time{}, err
-		}
-		cfg.User = owner
-		for k, v := range sessions.EndParams {
-			cfg.RuntimeParams[k] = v
-		}
-		conn, err := pgx.ConnectConfig(ctx, cfg)
-		return conn, time.Time{}, err
-	}
-}
-
 // onePool returns alice, a budget of size sessions and the pool, lending max at once, of a new
 // database in it; the pool closes when the test ends.
 func onePool(t *testing.T, size, max int) (alice string, b *sessions.Budget, p *sessions.Pool) {
