@@ -125,7 +125,8 @@ func (a *dbAgent) openSessionToEnd(ctx context.Context, owner string) (*pgx.Conn
 	return conn, time.Time{}, err
 }
 
-// endConnConfig returns the connection settings of a session of owner that ends a backend of its.
+// endConnConfig returns the connection settings of a session of owner that ends a backend of its
+// own.
 func (a *dbAgent) endConnConfig(owner string) (*pgx.ConnConfig, error) {
 	cfg, err := a.ownerConnConfig(owner)
 	if err != nil {
