@@ -34,7 +34,11 @@ func main() {
 	logFile := flag.String("log", "", "write the agent's log of the start-offset measurements, at level 5, to this file")
 	scenarios := flag.String("scenarios", "50/1,500/1,1000/10", "the start-offset measurements to run, as JOBS/DATABASES")
 	cpuProfile := flag.String("cpuprofile", "", "write a CPU profile of the whole program (the agent and the measurements) to this file")
+	allocProfile := flag.String("allocprofile", "", "write a profile of the whole program's allocations to this file at the end")
 	flag.Parse()
+	if *allocProfile != "" {
+		defer writeAllocProfile(*allocProfile)
+	}
 	if *cpuProfile != "" {
 		f, err := os.Create(*cpuProfile)
 		if err == nil {
@@ -61,6 +65,20 @@ func main() {
 		pprof.StopCPUProfile()
 		fmt.Fprintln(os.Stderr, "agentbench:", err)
 		os.Exit(1)
+	}
+}
+
+// writeAllocProfile writes the allocations of the whole program so far to path.
+func writeAllocProfile(path string) {
+	f, err := os.Create(path)
+	if err == nil {
+		err = pprof.Lookup("allocs").WriteTo(f, 0)
+		if cerr := f.Close(); err == nil {
+			err = cerr
+		}
+	}
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "agentbench:", err)
 	}
 }
 
