@@ -58,8 +58,9 @@ func (p *Pool) warnf(format string, args ...any) {
 // session of its own role opened for that, which no call can catch. Otherwise it would run on
 // outside the budget, holding a connection slot, for as long as its call likes. When that session
 // cannot be opened (the role's connection limit is full, say), it tries again, 1 s doubling to
-// 30 s, for endTrying. Not once the pool is closed or its context has ended (the agent stops, or
-// no longer leads): the cancel only, as then.
+// 30 s, for endTrying. Not once the pool is closed or its context has ended (the agent, or its
+// database agent, stops): the cancel only, as then. A database agent that lost the lead still
+// ends the backends of its runs given up.
 func (p *Pool) endOnServer(conn *pgconn.PgConn, s *Session) {
 	cancelOnServer(conn)
 	wait := p.budget.endAfter()
