@@ -2,7 +2,7 @@ package sessions_test
 
 import (
 	"context"
-	"errors"
+	"fmt"
 	"strconv"
 	"sync/atomic"
 	"testing"
@@ -59,24 +59,31 @@ func TestSessionEndedWhileIdleIsNotLent(t *testing.T) {
 	}
 }
 
+// waitServer waits until the server finds cond (an SQL boolean of args) true, for 10 s at most;
+// what names the wait in the failure. The server's views change with no event to wait on: it polls.
+func waitServer(t *testing.T, conn *pgx.Conn, what, cond string, args ...any) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		var done bool
+		if err := conn.QueryRow(context.Background(), "SELECT "+cond, args...).Scan(&done); err != nil {
+			t.Fatalf("%s: %v", what, err)
+		}
+		if done {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%s: not after 10 s", what)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
 // waitGone waits until the backend pid has left pg_stat_activity: it has sent its session the
 // FATAL error that ends it.
 func waitGone(t *testing.T, conn *pgx.Conn, pid uint32) {
 	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for {
-		var n int
-		if err := conn.QueryRow(context.Background(), "SELECT count(*) FROM pg_stat_activity WHERE pid = $1", pid).Scan(&n); err != nil && !errors.Is(err, pgx.ErrNoRows) {
-			t.Fatal(err)
-		}
-		if n == 0 {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("backend %d still there 10 s after it was terminated", pid)
-		}
-		time.Sleep(10 * time.Millisecond) // polling the server's view: no event to wait on
-	}
+	waitServer(t, conn, fmt.Sprintf("backend %d gone", pid), "NOT EXISTS (SELECT FROM pg_stat_activity WHERE pid = $1)", pid)
 }
 
 // A kept session that the server sent a notification while it was idle (a task's session kept with
@@ -102,7 +109,7 @@ func TestSessionNotifiedWhileIdleIsLentAgain(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	waitNotified(t, ac, kept)
+	waitNotified(t, ac)
 
 	s = got(t, acquire(t, ctx, p, alice), "the run after")
 	if s.PID != kept {
@@ -115,24 +122,11 @@ func TestSessionNotifiedWhileIdleIsLentAgain(t *testing.T) {
 	s.Release()
 }
 
-// waitNotified waits until the notifications sent before it have reached the backend pid's client:
+// waitNotified waits until the notifications sent before it have reached their listeners' clients:
 // the queue is empty once every listener has read them.
-func waitNotified(t *testing.T, conn *pgx.Conn, pid uint32) {
+func waitNotified(t *testing.T, conn *pgx.Conn) {
 	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for {
-		var usage float64
-		if err := conn.QueryRow(context.Background(), "SELECT pg_notification_queue_usage()").Scan(&usage); err != nil {
-			t.Fatal(err)
-		}
-		if usage == 0 {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("backend %d has not taken its notifications 10 s after they were sent", pid)
-		}
-		time.Sleep(10 * time.Millisecond) // polling the server's view: no event to wait on
-	}
+	waitServer(t, conn, "notifications taken", "pg_notification_queue_usage() = 0")
 }
 
 // The look at an idle session reads no further than its deadline, whatever is there to read: a role
@@ -151,7 +145,7 @@ func TestLookAtIdleSessionReadsNoFurtherThanItsDeadline(t *testing.T) {
 	if _, err := ac.Exec(ctx, "SELECT pg_notify('pgjobs_test', 'x' || i) FROM generate_series(1, 3) i"); err != nil {
 		t.Fatal(err)
 	}
-	waitNotified(t, ac, listener.PgConn().PID())
+	waitNotified(t, ac)
 	conn := listener.PgConn()
 	// The first read takes the three, sent at once, into pgconn's buffer: the look's reading is
 	// then bounded by its deadline only, not by the socket's.

@@ -317,19 +317,5 @@ func TestRunEndedByItsContextIsCancelledOnTheServer(t *testing.T) {
 		t.Fatalf("run: %v, want its context's deadline", err)
 	}
 	// The backend ends its pg_sleep once cancelled; without the cancel it sleeps 60 s.
-	deadline := time.Now().Add(10 * time.Second)
-	for {
-		var state, query string
-		err := e.admin.QueryRow(context.Background(), "SELECT coalesce(state, ''), query FROM pg_stat_activity WHERE pid = $1", pid).Scan(&state, &query)
-		if errors.Is(err, pgx.ErrNoRows) || err == nil && state != "active" {
-			return
-		}
-		if err != nil {
-			t.Fatal(err)
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("backend %d still %s 10 s after its run's context ended: %s", pid, state, query)
-		}
-		time.Sleep(20 * time.Millisecond) // polling the server's view: no event to wait on
-	}
+	waitServer(t, e.admin, fmt.Sprintf("backend %d no longer active", pid), "NOT EXISTS (SELECT FROM pg_stat_activity WHERE pid = $1 AND state = 'active')", pid)
 }
