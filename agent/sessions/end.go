@@ -63,8 +63,9 @@ func (p *Pool) warnf(format string, args ...any) {
 // ends the backends of its runs given up.
 func (p *Pool) endOnServer(conn *pgconn.PgConn, s *Session) {
 	cancelOnServer(conn)
+	cancelled := time.Now()
 	wait := p.budget.endAfter()
-	deadline := time.Now().Add(wait + endTrying)
+	deadline := cancelled.Add(wait + endTrying)
 	pause := time.Second
 	for {
 		timer := time.NewTimer(wait) // real time: a bound on a backend, not a schedule
@@ -80,7 +81,7 @@ func (p *Pool) endOnServer(conn *pgconn.PgConn, s *Session) {
 		ended, err := p.endBackend(s.key.owner, s.PID, s.Start)
 		switch {
 		case err == nil && ended:
-			p.warnf("the backend %d of a run of %s still ran %s after the run was given up and cancelled: it was ended", s.PID, s.key.owner, p.budget.endAfter())
+			p.warnf("the backend %d of a run of %s still ran %s after the run was given up and cancelled: it was ended", s.PID, s.key.owner, time.Since(cancelled).Round(100*time.Millisecond))
 			return
 		case err == nil: // it had ended
 			return
