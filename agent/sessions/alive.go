@@ -104,8 +104,7 @@ func (b *Budget) closeDead(k key) {
 	live := b.idle[:0]
 	for _, s := range b.idle {
 		if s.key == k && !alive(s.Conn.PgConn(), deadline) {
-			b.closed(k.owner)
-			b.closing = append(b.closing, s.Conn)
+			b.closeSession(s)
 			continue
 		}
 		live = append(live, s)

@@ -221,8 +221,7 @@ func (b *Budget) lend(k key) {
 func (b *Budget) permit(k key, evict *Session) {
 	if evict != nil {
 		b.dropIdle(evict)
-		b.closed(evict.key.owner)
-		b.closing = append(b.closing, evict.Conn)
+		b.closeSession(evict)
 	}
 	b.open++
 	b.byOwner[k.owner]++
@@ -235,6 +234,12 @@ func (b *Budget) closed(owner string) {
 	if b.byOwner[owner]--; b.byOwner[owner] == 0 {
 		delete(b.byOwner, owner)
 	}
+}
+
+// closeSession counts s as closed and closes its connection once the lock is released. b.mu is held.
+func (b *Budget) closeSession(s *Session) {
+	b.closed(s.key.owner)
+	b.closing = append(b.closing, s.Conn)
 }
 
 // takeIdle returns the session line k used last, if one is idle and the line may have it. One
@@ -250,8 +255,7 @@ func (b *Budget) takeIdle(k key) *Session {
 		if s := b.idle[i]; s.key == k {
 			b.idle = append(b.idle[:i], b.idle[i+1:]...)
 			if !alive(s.Conn.PgConn(), deadline) {
-				b.closed(k.owner)
-				b.closing = append(b.closing, s.Conn)
+				b.closeSession(s)
 				continue
 			}
 			s.keepUntil = time.Time{} // it serves its fire
@@ -277,8 +281,7 @@ func (b *Budget) closeIdleOver() {
 	for b.open > b.lendable() && len(b.idle) > 0 {
 		s := b.idle[0]
 		b.idle = b.idle[1:]
-		b.closed(s.key.owner)
-		b.closing = append(b.closing, s.Conn)
+		b.closeSession(s)
 	}
 }
 

@@ -20,8 +20,7 @@ func (b *Budget) armIdleTimer() {
 		for len(b.idle) > 0 && time.Since(b.idle[0].idleSince) >= b.idleTimeout() {
 			s := b.idle[0]
 			b.idle = b.idle[1:]
-			b.closed(s.key.owner)
-			b.closing = append(b.closing, s.Conn)
+			b.closeSession(s)
 		}
 		b.armIdleTimer()
 		b.dispatch() // a closed session makes room
@@ -111,8 +110,7 @@ func (p *Pool) closeIdle() {
 	kept := b.idle[:0]
 	for _, s := range b.idle {
 		if s.key.pool == p {
-			b.closed(s.key.owner)
-			b.closing = append(b.closing, s.Conn)
+			b.closeSession(s)
 		} else {
 			kept = append(kept, s)
 		}

@@ -334,8 +334,7 @@ func (b *Budget) giveBack(s *Session, keep bool) {
 		s.lentAt = time.Time{}
 	}
 	if !keep || s.key.pool.closed || s.Conn.IsClosed() {
-		b.closed(s.key.owner)
-		b.closing = append(b.closing, s.Conn)
+		b.closeSession(s)
 	} else {
 		s.idleSince = time.Now()
 		b.idle = append(b.idle, s)
