@@ -156,5 +156,9 @@ var resetStatements = []string{
 // resetSQL is resetStatements as one query of the simple protocol: one transaction.
 var resetSQL = strings.Join(resetStatements, "; ")
 
+// ResetSQL returns the reset sent behind each run, as one query of the simple protocol (for a
+// measurement that sends the runs' own statements without the agent).
+func ResetSQL() string { return resetSQL }
+
 // resetTimeout bounds the reset of a session after its run.
 const resetTimeout = 5 * time.Second

@@ -72,6 +72,16 @@ func offsetScenarios(ctx context.Context, cluster *pgtest.Cluster, minutes int, 
 		}
 		fmt.Printf("  %-5s %-4s CPU of the agent/of the machine from %s before to %s after each minute: %s ms (the machine has %d ms)\n",
 			"", "", cpuBefore, cpuAfter, strings.Join(cpu, ", "), int(runtime.NumCPU())*int((cpuBefore+cpuAfter)/time.Millisecond))
+		f, err := floorBursts(ctx, cluster, dbs, minutes)
+		if err != nil {
+			return err
+		}
+		var byBurst []string
+		for _, offsets := range f.byBurst {
+			byBurst = append(byBurst, fmt.Sprintf("%.1f", percentile(offsets, 99)))
+		}
+		fmt.Printf("  %-5s %-4s the floor: the same runs (guard, call, reset) sent at once by a bare client, %d sessions a database, %d bursts: p50 %.1f, p99 %.1f (%s), max %.1f ms\n",
+			"", "", f.sessions, len(f.byBurst), percentile(f.offsets, 50), percentile(f.offsets, 99), strings.Join(byBurst, ", "), percentile(f.offsets, 100))
 		if sc.dbs > 1 {
 			var spread []string
 			for _, last := range r.lastByDB {
