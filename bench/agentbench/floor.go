@@ -6,6 +6,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strconv"
 	"sync"
@@ -30,20 +31,25 @@ type floorResult struct {
 	sessions int         // the sessions of each database
 }
 
-// floorDB is one database of the floor's bursts: its jobs' calls, a session to set up and read
-// the bursts, and the sessions that send the runs.
+// floorDB is one database of the floor's bursts: its jobs' calls, a session to read the bursts,
+// and the sessions that send the runs.
 type floorDB struct {
+	name    string
 	admin   *pgx.Conn
 	calls   []string
 	ownerID string // the jobs' owner, as the guard's arguments
 	owner   string
-	runs    []*pgconn.PgConn
+	runs    []*pgx.Conn
 }
+
+// floorBurstLimit bounds one burst: a server that stops answering ends the measurement.
+const floorBurstLimit = time.Minute
 
 // floorBursts sends, `bursts` times, one run of each job of dbs at once, each its guard, its call
 // and the session's reset in one write, as the agent sends them. Each database has its share of
-// the sessions the agent lets start at once (rounded up), each session taking the next run of its
-// database as soon as its last has ended.
+// the sessions the agent lets start at once, rounded up (2 in each of 10 databases, 20 in all,
+// where the agent lends at most 16 starting at once, moving them between the databases), each
+// session taking the next run of its database as soon as its last has ended.
 func floorBursts(ctx context.Context, cluster *pgtest.Cluster, dbs []string, bursts int) (floorResult, error) {
 	starting := agentOptions.StartingMax
 	if starting <= 0 {
@@ -60,7 +66,7 @@ func floorBursts(ctx context.Context, cluster *pgtest.Cluster, dbs []string, bur
 		}
 	}()
 	for _, db := range dbs {
-		d, err := openFloorDB(ctx, cluster.DSN(db), r.sessions)
+		d, err := openFloorDB(ctx, cluster.DSN(db), db, r.sessions)
 		if d != nil {
 			fdbs = append(fdbs, d)
 		}
@@ -69,50 +75,10 @@ func floorBursts(ctx context.Context, cluster *pgtest.Cluster, dbs []string, bur
 		}
 	}
 	for range bursts {
-		for _, d := range fdbs {
-			if _, err := d.admin.Exec(ctx, "TRUNCATE bench_hits"); err != nil {
-				return r, err
-			}
-		}
 		time.Sleep(floorGap)
-		errs := make(chan error, len(fdbs)*r.sessions)
-		var wg sync.WaitGroup
-		began := time.Now()
-		for _, d := range fdbs {
-			next := make(chan string, len(d.calls))
-			for _, call := range d.calls {
-				next <- call
-			}
-			close(next)
-			for _, c := range d.runs {
-				wg.Add(1)
-				go func() {
-					defer wg.Done()
-					for call := range next {
-						if err := d.run(ctx, c, call); err != nil {
-							errs <- fmt.Errorf("floor: run %s: %w", call, err)
-							return
-						}
-					}
-				}()
-			}
-		}
-		wg.Wait()
-		close(errs)
-		if err := <-errs; err != nil {
+		burst, err := floorBurst(ctx, fdbs)
+		if err != nil {
 			return r, err
-		}
-		var burst []float64
-		for _, d := range fdbs {
-			rows, _ := d.admin.Query(ctx, "SELECT extract(epoch FROM at - $1::timestamptz)::float8 * 1000 FROM bench_hits", began)
-			offsets, err := pgx.CollectRows(rows, pgx.RowTo[float64])
-			if err != nil {
-				return r, err
-			}
-			if len(offsets) != len(d.calls) {
-				return r, fmt.Errorf("floor: %d runs sent, %d rows written", len(d.calls), len(offsets))
-			}
-			burst = append(burst, offsets...)
 		}
 		r.offsets = append(r.offsets, burst...)
 		r.byBurst = append(r.byBurst, burst)
@@ -120,15 +86,65 @@ func floorBursts(ctx context.Context, cluster *pgtest.Cluster, dbs []string, bur
 	return r, nil
 }
 
-// openFloorDB opens a database's sessions for the floor's bursts, warmed as the agent warms its
-// sessions (the guard compiled before the first burst), and reads its jobs' calls. A database
-// returned with an error has sessions to close.
-func openFloorDB(ctx context.Context, dsn string, sessions int) (*floorDB, error) {
-	admin, err := pgx.Connect(ctx, dsn)
-	if err != nil {
+// floorBurst sends one run of each job of fdbs at once and returns how late each run's call started
+// after the burst began, in ms.
+func floorBurst(ctx context.Context, fdbs []*floorDB) ([]float64, error) {
+	ctx, cancel := context.WithTimeout(ctx, floorBurstLimit)
+	defer cancel()
+	var wg sync.WaitGroup
+	var mu sync.Mutex
+	var errs []error
+	began := time.Now()
+	for _, d := range fdbs {
+		next := make(chan string, len(d.calls))
+		for _, call := range d.calls {
+			next <- call
+		}
+		close(next)
+		for _, c := range d.runs {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				for call := range next {
+					if err := d.run(ctx, c.PgConn(), call); err != nil {
+						mu.Lock()
+						errs = append(errs, fmt.Errorf("floor: database %s: run %s: %w", d.name, call, err))
+						mu.Unlock()
+						return
+					}
+				}
+			}()
+		}
+	}
+	wg.Wait()
+	if err := errors.Join(errs...); err != nil {
 		return nil, err
 	}
-	d := &floorDB{admin: admin}
+	var burst []float64
+	for _, d := range fdbs {
+		// The calls' own rows of this burst: those of the agent's minutes came before it.
+		rows, _ := d.admin.Query(ctx, "SELECT extract(epoch FROM at - $1::timestamptz)::float8 * 1000 FROM bench_hits WHERE at >= $1", began)
+		offsets, err := pgx.CollectRows(rows, pgx.RowTo[float64])
+		if err != nil {
+			return nil, fmt.Errorf("floor: database %s: read the burst's rows: %w", d.name, err)
+		}
+		if len(offsets) != len(d.calls) {
+			return nil, fmt.Errorf("floor: database %s: %d runs sent, %d rows written", d.name, len(d.calls), len(offsets))
+		}
+		burst = append(burst, offsets...)
+	}
+	return burst, nil
+}
+
+// openFloorDB opens n sessions of database name for the floor's bursts, warmed as the agent warms
+// its sessions (the guard compiled before the first burst), and reads its jobs' calls. A database
+// returned with an error has sessions to close.
+func openFloorDB(ctx context.Context, dsn, name string, n int) (*floorDB, error) {
+	admin, err := pgx.Connect(ctx, dsn)
+	if err != nil {
+		return nil, fmt.Errorf("open a session: %w", err)
+	}
+	d := &floorDB{name: name, admin: admin}
 	// The jobs are the bench role's (startOffsets makes them as it), read as the agent reads them.
 	var ownerID uint32
 	if err := admin.QueryRow(ctx, "SELECT oid, rolname FROM pg_roles WHERE rolname = current_user").Scan(&ownerID, &d.owner); err != nil {
@@ -139,20 +155,21 @@ func openFloorDB(ctx context.Context, dsn string, sessions int) (*floorDB, error
 	if d.calls, err = pgx.CollectRows(rows, pgx.RowTo[string]); err != nil {
 		return d, fmt.Errorf("the jobs' calls: %w", err)
 	}
-	for range sessions {
-		c, err := pgconn.Connect(ctx, dsn)
+	for range n {
+		c, err := pgx.Connect(ctx, dsn)
 		if err != nil {
 			return d, fmt.Errorf("open a session: %w", err)
 		}
 		d.runs = append(d.runs, c)
-		if err := d.run(ctx, c, "pg_catalog.now()"); err != nil {
+		if err := sqlschema.RunGuardWarm(ctx, c); err != nil {
 			return d, fmt.Errorf("warm a session: %w", err)
 		}
 	}
 	return d, nil
 }
 
-// run sends one run of call on conn, as sessions.Session.Run sends it, and reads its answer.
+// run sends one run of call on conn, as sessions.Session.Run sends it, and reads its answer up to
+// the reset's end; it returns the server's first error.
 func (d *floorDB) run(ctx context.Context, conn *pgconn.PgConn, call string) error {
 	fe := conn.Frontend()
 	fe.Send(&pgproto3.Parse{Query: sqlschema.RunGuardSQL()})
@@ -164,13 +181,13 @@ func (d *floorDB) run(ctx context.Context, conn *pgconn.PgConn, call string) err
 	fe.Send(&pgproto3.Sync{})
 	fe.Send(&pgproto3.Query{String: sessions.ResetSQL()})
 	if err := fe.Flush(); err != nil {
-		return err
+		return fmt.Errorf("send: %w", err)
 	}
 	var first error
 	for ready := 0; ready < 2; {
 		msg, err := conn.ReceiveMessage(ctx)
 		if err != nil {
-			return err
+			return fmt.Errorf("read the answer: %w", err)
 		}
 		switch m := msg.(type) {
 		case *pgproto3.ErrorResponse:
