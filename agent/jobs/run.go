@@ -327,10 +327,13 @@ func (s *Service) runCall(session *sessions.Session, j *job) error {
 	}
 	stmts = append(stmts,
 		sessions.Statement{SQL: sqlschema.RunGuardSQL(), Args: [][]byte{[]byte(strconv.FormatUint(uint64(j.ownerID), 10)), []byte(j.owner)}},
-		// IS NULL: the call's value stays in the server; a job returning 300 MB sends back a boolean.
-		sessions.Statement{SQL: "SELECT (" + j.call + ") IS NULL"})
+		sessions.Statement{SQL: CallSQL(j.call)})
 	return session.Run(ctx, stmts)
 }
+
+// CallSQL returns the statement that runs a job's call. IS NULL: the call's value stays in the
+// server; a job returning 300 MB sends back a boolean.
+func CallSQL(call string) string { return "SELECT (" + call + ") IS NULL" }
 
 // unrun describes a fire of j at `at` that did not run.
 func (s *Service) unrun(j *job, at time.Time, status sqlschema.RunStatus, why string) sqlschema.Unrun {

@@ -15,6 +15,7 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgproto3"
+	"github.com/pgjobs/pgjobs/agent/jobs"
 	"github.com/pgjobs/pgjobs/agent/sessions"
 	"github.com/pgjobs/pgjobs/internal/pgtest"
 	"github.com/pgjobs/pgjobs/sqlschema"
@@ -175,7 +176,7 @@ func (d *floorDB) run(ctx context.Context, conn *pgconn.PgConn, call string) err
 	fe.Send(&pgproto3.Parse{Query: sqlschema.RunGuardSQL()})
 	fe.Send(&pgproto3.Bind{Parameters: [][]byte{[]byte(d.ownerID), []byte(d.owner)}})
 	fe.Send(&pgproto3.Execute{})
-	fe.Send(&pgproto3.Parse{Query: "SELECT (" + call + ") IS NULL"})
+	fe.Send(&pgproto3.Parse{Query: jobs.CallSQL(call)})
 	fe.Send(&pgproto3.Bind{})
 	fe.Send(&pgproto3.Execute{})
 	fe.Send(&pgproto3.Sync{})
