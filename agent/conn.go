@@ -115,14 +115,19 @@ func (a *dbAgent) openSessionToEnd(ctx context.Context, owner string) (*pgx.Conn
 		return nil, time.Time{}, err
 	}
 	// PostgreSQL 17's transaction_timeout, which a role may set for itself too; a server before
-	// 17 refuses a session that names it (42704), and is connected to again without it.
-	cfg.RuntimeParams["transaction_timeout"] = "0"
-	conn, err := pgx.ConnectConfig(ctx, cfg)
-	if pgErr := (*pgconn.PgError)(nil); errors.As(err, &pgErr) && pgErr.Code == "42704" {
-		delete(cfg.RuntimeParams, "transaction_timeout")
-		conn, err = pgx.ConnectConfig(ctx, cfg)
+	// 17 refuses a session that names it (42704), and is connected to again without it, and not
+	// asked again (each refusal is a FATAL line in the server's log).
+	if a.noTransactionTimeout.Load() {
+		return connectToEnd(ctx, cfg)
 	}
-	return conn, time.Time{}, err
+	cfg.RuntimeParams["transaction_timeout"] = "0"
+	conn, t, err := connectToEnd(ctx, cfg)
+	if pgErr := (*pgconn.PgError)(nil); errors.As(err, &pgErr) && pgErr.Code == "42704" {
+		a.noTransactionTimeout.Store(true)
+		delete(cfg.RuntimeParams, "transaction_timeout")
+		return connectToEnd(ctx, cfg)
+	}
+	return conn, t, err
 }
 
 // endConnConfig returns the connection settings of a session of owner that ends a backend of its
@@ -159,6 +164,12 @@ func (a *dbAgent) openOwnerSession(ctx context.Context, owner string) (*pgx.Conn
 		return nil, time.Time{}, err
 	}
 	return conn, start, nil
+}
+
+// connectToEnd opens a session that ends a backend, with cfg.
+func connectToEnd(ctx context.Context, cfg *pgx.ConnConfig) (*pgx.Conn, time.Time, error) {
+	conn, err := pgx.ConnectConfig(ctx, cfg)
+	return conn, time.Time{}, err
 }
 
 // resetPools closes every idle session of the pools; new ones are opened on demand.

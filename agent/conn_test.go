@@ -36,16 +36,25 @@ func TestSessionToEndWinsOverRoleDefaults(t *testing.T) {
 			t.Fatalf("%s: %v", sql, err)
 		}
 	}
-	conn, err := agent.OpenSessionToEnd(ctx, cluster.DSN(db), alice)
+	// Two sessions of one database agent: before PostgreSQL 17 the first learns that the server
+	// has no transaction_timeout, and the second no longer names it.
+	conns, namesTimeout, err := agent.OpenSessionToEnd(ctx, cluster.DSN(db), alice, 2)
+	for _, conn := range conns {
+		defer conn.Close(ctx)
+	}
 	if err != nil {
 		t.Fatalf("open: %v", err)
 	}
-	defer conn.Close(ctx)
-	var user, path, style, readOnly string
-	if err := conn.QueryRow(ctx, "SELECT current_user, current_setting('search_path'), current_setting('DateStyle'), current_setting('transaction_read_only') FROM pg_catalog.pg_sleep(0.05)").Scan(&user, &path, &style, &readOnly); err != nil {
-		t.Fatalf("a statement of 50 ms: %v", err)
+	if namesTimeout != (version >= 170000) {
+		t.Errorf("server %d: still names transaction_timeout: %v", version, namesTimeout)
 	}
-	if user != alice || path != "pg_catalog, pg_temp" || style != "ISO, MDY" && style != "ISO, DMY" || readOnly != "off" {
-		t.Fatalf("user %s, search_path %q, DateStyle %q, read only %s: want %s, pg_catalog, ISO, off", user, path, style, readOnly, alice)
+	for i, conn := range conns {
+		var user, path, style, readOnly string
+		if err := conn.QueryRow(ctx, "SELECT current_user, current_setting('search_path'), current_setting('DateStyle'), current_setting('transaction_read_only') FROM pg_catalog.pg_sleep(0.05)").Scan(&user, &path, &style, &readOnly); err != nil {
+			t.Fatalf("session %d: a statement of 50 ms: %v", i+1, err)
+		}
+		if user != alice || path != "pg_catalog, pg_temp" || style != "ISO, MDY" && style != "ISO, DMY" || readOnly != "off" {
+			t.Fatalf("session %d: user %s, search_path %q, DateStyle %q, read only %s: want %s, pg_catalog, ISO, off", i+1, user, path, style, readOnly, alice)
+		}
 	}
 }

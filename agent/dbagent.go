@@ -48,7 +48,10 @@ type dbAgent struct {
 	tasks      *task.Service
 
 	startupDone atomic.Bool // startup jobs ran in this agent's life
-	anchor      time.Time   // the instant interval schedules count from: the agent's start, or its takeover
+	// noTransactionTimeout: the server refused transaction_timeout (before PostgreSQL 17), so the
+	// sessions that end backends no longer name it.
+	noTransactionTimeout atomic.Bool
+	anchor               time.Time // the instant interval schedules count from: the agent's start, or its takeover
 
 	pruned time.Time // when old runs were last deleted; the upkeep's
 
