@@ -37,7 +37,7 @@ func fairness(ctx context.Context, cluster *pgtest.Cluster, minutes int) error {
 			err = addSchedules(ctx, conn, "bob", schedules)
 		}
 		return err
-	})
+	}, false)
 	if err != nil {
 		return err
 	}

@@ -1,8 +1,8 @@
 package main
 
 // The floor under the start offsets: the runs' own statements sent by a bare client with no
-// scheduling, in bursts like the agent's minutes, so that the agent's figure can be read against
-// what the machine allows at the same hour.
+// scheduling, in a burst between each two of the agent's minutes, so that the agent's figure can be
+// read against what the machine allows at the same minutes.
 
 import (
 	"context"
@@ -21,15 +21,23 @@ import (
 	"github.com/pgjobs/pgjobs/sqlschema"
 )
 
-// floorGap is how long the floor's sessions idle before each burst: cold, as the agent's are at
-// its minutes, without taking a minute each.
-const floorGap = 10 * time.Second
+// floorAfter is when a burst of the floor is sent after each of the agent's minutes: half-way to
+// the next, so that it meets the machine of that minute, not of another hour, and neither the
+// agent's bookkeeping after its minute nor its claims and warming before the next. Its sessions
+// then idle about a minute before each burst, as the agent's do.
+const floorAfter = 30 * time.Second
 
-// floorResult is what floorBursts measures.
-type floorResult struct {
-	offsets  []float64   // how late each run's call started after its burst began, in ms
-	byBurst  [][]float64 // the offsets of each burst
-	sessions int         // the sessions of each database
+// floor is the bare client of the floor: the sessions of each database that send the bursts.
+type floor struct {
+	dbs      []*floorDB
+	sessions int // the sessions of each database
+}
+
+// floorBurstResult is what one burst measures.
+type floorBurstResult struct {
+	offsets []float64 // how late each run's call started after the burst began, in ms
+	began   time.Time // the burst's first send
+	cpu     cpuWindow // the CPU time spent from cpuBefore before to cpuAfter after it began
 }
 
 // floorDB is one database of the floor's bursts: its jobs' calls, a session to read the bursts,
@@ -46,57 +54,56 @@ type floorDB struct {
 // floorBurstLimit bounds one burst: a server that stops answering ends the measurement.
 const floorBurstLimit = time.Minute
 
-// floorBursts sends, `bursts` times, one run of each job of dbs at once, each its guard, its call
-// and the session's reset in one write, as the agent sends them. Each database has its share of
-// the sessions the agent lets start at once, rounded up (2 in each of 10 databases, 20 in all,
-// where the agent lends at most 16 starting at once, moving them between the databases), each
-// session taking the next run of its database as soon as its last has ended.
-func floorBursts(ctx context.Context, cluster *pgtest.Cluster, dbs []string, bursts int) (floorResult, error) {
+// openFloor opens the floor's sessions on dbs, whose jobs are made: each database has its share of
+// the sessions the agent lets start at once, rounded up (2 in each of 10 databases, 20 in all, where
+// the agent lends at most 16 starting at once, moving them between the databases).
+func openFloor(ctx context.Context, cluster *pgtest.Cluster, dbs []string) (*floor, error) {
 	starting := agentOptions.StartingMax
 	if starting <= 0 {
 		starting = sessions.DefaultStartingMax()
 	}
-	r := floorResult{sessions: (starting + len(dbs) - 1) / len(dbs)}
-	var fdbs []*floorDB
-	defer func() {
-		for _, d := range fdbs {
-			d.admin.Close(ctx)
-			for _, c := range d.runs {
-				c.Close(ctx)
-			}
-		}
-	}()
+	f := &floor{sessions: (starting + len(dbs) - 1) / len(dbs)}
 	for _, db := range dbs {
-		d, err := openFloorDB(ctx, cluster.DSN(db), db, r.sessions)
+		d, err := openFloorDB(ctx, cluster.DSN(db), db, f.sessions)
 		if d != nil {
-			fdbs = append(fdbs, d)
+			f.dbs = append(f.dbs, d)
 		}
 		if err != nil {
-			return r, fmt.Errorf("floor: database %s: %w", db, err)
+			f.close(ctx)
+			return nil, fmt.Errorf("floor: database %s: %w", db, err)
 		}
 	}
-	for range bursts {
-		time.Sleep(floorGap)
-		burst, err := floorBurst(ctx, fdbs)
-		if err != nil {
-			return r, err
-		}
-		r.offsets = append(r.offsets, burst...)
-		r.byBurst = append(r.byBurst, burst)
-	}
-	return r, nil
+	return f, nil
 }
 
-// floorBurst sends one run of each job of fdbs at once and returns how late each run's call started
-// after the burst began, in ms.
-func floorBurst(ctx context.Context, fdbs []*floorDB) ([]float64, error) {
+// close closes the floor's sessions.
+func (f *floor) close(ctx context.Context) {
+	for _, d := range f.dbs {
+		d.admin.Close(ctx)
+		for _, c := range d.runs {
+			c.Close(ctx)
+		}
+	}
+}
+
+// burst sends one run of each job at once, each its guard, its call and the session's reset in one
+// write, as the agent sends them, each session taking the next run of its database as soon as its
+// last has ended. It returns how late each run's call started after the burst began, and deletes
+// the burst's rows, so that they are not read as runs of the agent's.
+func (f *floor) burst(ctx context.Context) (floorBurstResult, error) {
+	var r floorBurstResult
 	ctx, cancel := context.WithTimeout(ctx, floorBurstLimit)
 	defer cancel()
+	before, err := sampleCPU()
+	if err != nil {
+		return r, err
+	}
 	var wg sync.WaitGroup
 	var mu sync.Mutex
 	var errs []error
-	began := time.Now()
-	for _, d := range fdbs {
+	time.Sleep(cpuBefore)
+	r.began = time.Now()
+	for _, d := range f.dbs {
 		next := make(chan string, len(d.calls))
 		for _, call := range d.calls {
 			next <- call
@@ -119,22 +126,27 @@ func floorBurst(ctx context.Context, fdbs []*floorDB) ([]float64, error) {
 	}
 	wg.Wait()
 	if err := errors.Join(errs...); err != nil {
-		return nil, err
+		return r, err
 	}
-	var burst []float64
-	for _, d := range fdbs {
-		// The calls' own rows of this burst: those of the agent's minutes came before it.
-		rows, _ := d.admin.Query(ctx, "SELECT extract(epoch FROM at - $1::timestamptz)::float8 * 1000 FROM bench_hits WHERE at >= $1", began)
+	// The CPU window of the agent's minutes, read before the bench reads the rows.
+	time.Sleep(time.Until(r.began.Add(cpuAfter)))
+	after, err := sampleCPU()
+	if err != nil {
+		return r, err
+	}
+	r.cpu = cpuWindow{agent: after.process - before.process, machine: after.machine - before.machine}
+	for _, d := range f.dbs {
+		rows, _ := d.admin.Query(ctx, "DELETE FROM bench_hits WHERE at >= $1 RETURNING extract(epoch FROM at - $1::timestamptz)::float8 * 1000", r.began)
 		offsets, err := pgx.CollectRows(rows, pgx.RowTo[float64])
 		if err != nil {
-			return nil, fmt.Errorf("floor: database %s: read the burst's rows: %w", d.name, err)
+			return r, fmt.Errorf("floor: database %s: read the burst's rows: %w", d.name, err)
 		}
 		if len(offsets) != len(d.calls) {
-			return nil, fmt.Errorf("floor: database %s: %d runs sent, %d rows written", d.name, len(d.calls), len(offsets))
+			return r, fmt.Errorf("floor: database %s: %d runs sent, %d rows written", d.name, len(d.calls), len(offsets))
 		}
-		burst = append(burst, offsets...)
+		r.offsets = append(r.offsets, offsets...)
 	}
-	return burst, nil
+	return r, nil
 }
 
 // openFloorDB opens n sessions of database name for the floor's bursts, warmed as the agent warms

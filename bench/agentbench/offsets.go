@@ -72,16 +72,22 @@ func offsetScenarios(ctx context.Context, cluster *pgtest.Cluster, minutes int, 
 		}
 		fmt.Printf("  %-5s %-4s CPU of the agent/of the machine from %s before to %s after each minute: %s ms (the machine has %d ms)\n",
 			"", "", cpuBefore, cpuAfter, strings.Join(cpu, ", "), int(runtime.NumCPU())*int((cpuBefore+cpuAfter)/time.Millisecond))
-		f, err := floorBursts(ctx, cluster, dbs, minutes)
-		if err != nil {
-			return err
+		var floorAll []float64
+		var byBurst, floorCPU, over []string
+		for m, b := range r.floor {
+			floorAll = append(floorAll, b.offsets...)
+			p99 := percentile(b.offsets, 99)
+			byBurst = append(byBurst, fmt.Sprintf("%.1f", p99))
+			if b.cpu.err != nil {
+				return b.cpu.err
+			}
+			floorCPU = append(floorCPU, fmt.Sprintf("%.0f/%.0f", float64(b.cpu.agent)/float64(time.Millisecond), float64(b.cpu.machine)/float64(time.Millisecond)))
+			over = append(over, fmt.Sprintf("%+.1f", percentile(r.byMinute[m], 99)-p99))
 		}
-		var byBurst []string
-		for _, offsets := range f.byBurst {
-			byBurst = append(byBurst, fmt.Sprintf("%.1f", percentile(offsets, 99)))
-		}
-		fmt.Printf("  %-5s %-4s the floor: the same runs (guard, call, reset) sent at once by a bare client, %d sessions a database, %d bursts: p50 %.1f, p99 %.1f (%s), max %.1f ms\n",
-			"", "", f.sessions, len(f.byBurst), percentile(f.offsets, 50), percentile(f.offsets, 99), strings.Join(byBurst, ", "), percentile(f.offsets, 100))
+		fmt.Printf("  %-5s %-4s the floor, %s after each minute: the same runs (guard, call, reset) sent at once by a bare client, %d sessions a database: p50 %.1f, p99 %.1f (%s), max %.1f ms\n",
+			"", "", floorAfter, r.floorSessions, percentile(floorAll, 50), percentile(floorAll, 99), strings.Join(byBurst, ", "), percentile(floorAll, 100))
+		fmt.Printf("  %-5s %-4s CPU of the client/of the machine in the same window around each burst: %s ms; the agent's p99 over the floor's, each minute: %s ms\n",
+			"", "", strings.Join(floorCPU, ", "), strings.Join(over, ", "))
 		if sc.dbs > 1 {
 			var spread []string
 			for _, last := range r.lastByDB {
@@ -114,6 +120,9 @@ type offsetResult struct {
 	// databases shared the sessions.
 	lastByDB [][]float64
 	cpu      []cpuWindow // the CPU time spent around each measured minute
+	// floor is the floor's burst after each measured minute (floor.go); none when not asked for.
+	floor         []floorBurstResult
+	floorSessions int // the floor's sessions in each database
 }
 
 // The window around each minute whose CPU time is measured: the runs of the minute start in it.
@@ -134,13 +143,14 @@ func sessionsOpened(ctx context.Context, cluster *pgtest.Cluster, dbs []string) 
 // startOffsets runs `jobs` jobs spread over the databases, all due at the same minute, for
 // `minutes` consecutive minutes, and measures how late each run started.
 func startOffsets(ctx context.Context, cluster *pgtest.Cluster, dbs []string, jobs, minutes int) (offsetResult, error) {
-	return startOffsetsAs(ctx, cluster, dbs, jobs, minutes, nil)
+	return startOffsetsAs(ctx, cluster, dbs, jobs, minutes, nil, true)
 }
 
 // startOffsetsAs is startOffsets with the jobs made by prepare, on each database's session as a
 // superuser, given the schedule texts of the minutes; each role it sets makes its own jobs and
-// schedules.
-func startOffsetsAs(ctx context.Context, cluster *pgtest.Cluster, dbs []string, jobs, minutes int, prepare func(ctx context.Context, conn *pgx.Conn, schedules []string) error) (offsetResult, error) {
+// schedules. withFloor sends the floor's burst after each minute (the jobs must be the bench
+// role's).
+func startOffsetsAs(ctx context.Context, cluster *pgtest.Cluster, dbs []string, jobs, minutes int, prepare func(ctx context.Context, conn *pgx.Conn, schedules []string) error, withFloor bool) (offsetResult, error) {
 	var r offsetResult
 	first := time.Now().Truncate(time.Minute).Add(30 * time.Minute).UTC()
 	var schedules []string
@@ -166,6 +176,16 @@ func startOffsetsAs(ctx context.Context, cluster *pgtest.Cluster, dbs []string, 
 			return r, err
 		}
 	}
+	var f *floor
+	if withFloor {
+		// Opened before the sessions accepted are counted, and idle through the agent's minutes.
+		var err error
+		if f, err = openFloor(ctx, cluster, dbs); err != nil {
+			return r, err
+		}
+		defer f.close(ctx)
+		r.floorSessions = f.sessions
+	}
 	// The first minute comes 4 s after the agent starts, however long creating the jobs took.
 	offset := first.Sub(time.Now().Add(4 * time.Second))
 	opt := agentOptions
@@ -186,6 +206,18 @@ func startOffsetsAs(ctx context.Context, cluster *pgtest.Cluster, dbs []string, 
 	if err != nil {
 		m.Stop(10 * time.Second)
 		return r, err
+	}
+	for minute := range minutes {
+		if f == nil {
+			break
+		}
+		time.Sleep(time.Until(realFirst.Add(time.Duration(minute)*time.Minute + floorAfter)))
+		b, err := f.burst(ctx)
+		if err != nil {
+			m.Stop(10 * time.Second)
+			return r, err
+		}
+		r.floor = append(r.floor, b)
 	}
 	// Look only after the last minute's runs had time to start: the bench's own sessions must not
 	// compete with the runs.
