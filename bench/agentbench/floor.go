@@ -1,8 +1,8 @@
 package main
 
 // The floor under the start offsets: the runs' own statements sent by a bare client with no
-// scheduling, in a burst between each two of the agent's minutes, so that the agent's figure can be
-// read against what the machine allows at the same minutes.
+// scheduling, in a burst 30 s after each of the agent's minutes, so that the agent's figure can be
+// read against what the machine allows in the same minutes.
 
 import (
 	"context"
@@ -23,8 +23,10 @@ import (
 
 // floorAfter is when a burst of the floor is sent after each of the agent's minutes: half-way to
 // the next, so that it meets the machine of that minute, not of another hour, and neither the
-// agent's bookkeeping after its minute nor its claims and warming before the next. Its sessions
-// then idle about a minute before each burst, as the agent's do.
+// agent's bookkeeping after its minute nor its claims and warming before the next. Its sessions,
+// opened before the agent starts, idle about 30 s before the first burst and a minute before the
+// others; each runs its first call in the first burst, as the agent's new sessions do at the first
+// minute.
 const floorAfter = 30 * time.Second
 
 // floor is the bare client of the floor: the sessions of each database that send the bursts.
@@ -35,9 +37,10 @@ type floor struct {
 
 // floorBurstResult is what one burst measures.
 type floorBurstResult struct {
-	offsets []float64 // how late each run's call started after the burst began, in ms
-	began   time.Time // the burst's first send
-	cpu     cpuWindow // the CPU time spent from cpuBefore before to cpuAfter after it began
+	offsets []float64     // how late each run's call started after the burst began, in ms
+	began   time.Time     // the burst's first send
+	cpu     cpuWindow     // the CPU time spent from cpuBefore before to cpuAfter after it began
+	window  time.Duration // how long cpu's window lasted: longer than cpuBefore+cpuAfter when the burst was
 }
 
 // floorDB is one database of the floor's bursts: its jobs' calls, a session to read the bursts,
@@ -51,9 +54,6 @@ type floorDB struct {
 	runs    []*pgx.Conn
 }
 
-// floorBurstLimit bounds one burst: a server that stops answering ends the measurement.
-const floorBurstLimit = time.Minute
-
 // openFloor opens the floor's sessions on dbs, whose jobs are made: each database has its share of
 // the sessions the agent lets start at once, rounded up (2 in each of 10 databases, 20 in all, where
 // the agent lends at most 16 starting at once, moving them between the databases).
@@ -63,6 +63,9 @@ func openFloor(ctx context.Context, cluster *pgtest.Cluster, dbs []string) (*flo
 		starting = sessions.DefaultStartingMax()
 	}
 	f := &floor{sessions: (starting + len(dbs) - 1) / len(dbs)}
+	if err := floorFits(ctx, cluster, len(dbs)*(f.sessions+1)); err != nil {
+		return nil, err
+	}
 	for _, db := range dbs {
 		d, err := openFloorDB(ctx, cluster.DSN(db), db, f.sessions)
 		if d != nil {
@@ -74,6 +77,32 @@ func openFloor(ctx context.Context, cluster *pgtest.Cluster, dbs []string) (*flo
 		}
 	}
 	return f, nil
+}
+
+// floorFits returns an error when the floor's n sessions, held through the agent's minutes, and the
+// agent's budget would not leave the bench a few of the server's connections.
+func floorFits(ctx context.Context, cluster *pgtest.Cluster, n int) error {
+	conn, err := pgx.Connect(ctx, cluster.DSN("postgres"))
+	if err != nil {
+		return fmt.Errorf("floor: %w", err)
+	}
+	defer conn.Close(ctx)
+	var maxConns, available int
+	// As the agent reads it: the connections of ordinary roles (reserved_connections from 16 on).
+	if err := conn.QueryRow(ctx, `SELECT current_setting('max_connections')::int,
+		current_setting('max_connections')::int - current_setting('superuser_reserved_connections')::int
+			- coalesce(nullif(current_setting('reserved_connections', true), '')::int, 0)`).Scan(&maxConns, &available); err != nil {
+		return fmt.Errorf("floor: the server's connections: %w", err)
+	}
+	budget := agentOptions.Sessions
+	if budget <= 0 {
+		budget = sessions.DefaultShare(available)
+	}
+	const bench = 3 // the bench's own sessions: the one here, its reads of the results
+	if n+budget+bench > maxConns {
+		return fmt.Errorf("floor: its %d sessions and the agent's budget of %d do not fit in max_connections %d: lower -starting or -sessions", n, budget, maxConns)
+	}
+	return nil
 }
 
 // close closes the floor's sessions.
@@ -89,10 +118,11 @@ func (f *floor) close(ctx context.Context) {
 // burst sends one run of each job at once, each its guard, its call and the session's reset in one
 // write, as the agent sends them, each session taking the next run of its database as soon as its
 // last has ended. It returns how late each run's call started after the burst began, and deletes
-// the burst's rows, so that they are not read as runs of the agent's.
-func (f *floor) burst(ctx context.Context) (floorBurstResult, error) {
+// the burst's rows, so that they are not read as runs of the agent's. A burst not done by deadline
+// (the agent's next minute comes) ends the measurement.
+func (f *floor) burst(ctx context.Context, deadline time.Time) (floorBurstResult, error) {
 	var r floorBurstResult
-	ctx, cancel := context.WithTimeout(ctx, floorBurstLimit)
+	ctx, cancel := context.WithDeadline(ctx, deadline)
 	defer cancel()
 	before, err := sampleCPU()
 	if err != nil {
@@ -125,18 +155,25 @@ func (f *floor) burst(ctx context.Context) (floorBurstResult, error) {
 		}
 	}
 	wg.Wait()
+	ended := time.Now()
 	if err := errors.Join(errs...); err != nil {
+		if ctx.Err() != nil {
+			err = fmt.Errorf("floor: the burst was not done by %s, before the agent's next minute: %w", deadline.Format(time.TimeOnly), err)
+		}
 		return r, err
 	}
-	// The CPU window of the agent's minutes, read before the bench reads the rows.
+	// The burst's CPU window, as long as a minute's but for a burst that outlasts it, read before
+	// the bench reads the rows.
 	time.Sleep(time.Until(r.began.Add(cpuAfter)))
 	after, err := sampleCPU()
 	if err != nil {
 		return r, err
 	}
 	r.cpu = cpuWindow{agent: after.process - before.process, machine: after.machine - before.machine}
+	r.window = time.Since(r.began) + cpuBefore
 	for _, d := range f.dbs {
-		rows, _ := d.admin.Query(ctx, "DELETE FROM bench_hits WHERE at >= $1 RETURNING extract(epoch FROM at - $1::timestamptz)::float8 * 1000", r.began)
+		// Only the burst's rows: the agent's runs come at its minutes, outside [began, ended].
+		rows, _ := d.admin.Query(ctx, "DELETE FROM bench_hits WHERE at >= $1 AND at <= $2 RETURNING extract(epoch FROM at - $1::timestamptz)::float8 * 1000", r.began, ended)
 		offsets, err := pgx.CollectRows(rows, pgx.RowTo[float64])
 		if err != nil {
 			return r, fmt.Errorf("floor: database %s: read the burst's rows: %w", d.name, err)

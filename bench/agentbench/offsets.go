@@ -81,12 +81,16 @@ func offsetScenarios(ctx context.Context, cluster *pgtest.Cluster, minutes int, 
 			if b.cpu.err != nil {
 				return b.cpu.err
 			}
-			floorCPU = append(floorCPU, fmt.Sprintf("%.0f/%.0f", float64(b.cpu.agent)/float64(time.Millisecond), float64(b.cpu.machine)/float64(time.Millisecond)))
+			cpu := fmt.Sprintf("%.0f/%.0f", float64(b.cpu.agent)/float64(time.Millisecond), float64(b.cpu.machine)/float64(time.Millisecond))
+			if b.window > cpuBefore+cpuAfter+10*time.Millisecond { // a burst that outlasted the window
+				cpu += fmt.Sprintf(" (in %d ms)", b.window.Milliseconds())
+			}
+			floorCPU = append(floorCPU, cpu)
 			over = append(over, fmt.Sprintf("%+.1f", percentile(r.byMinute[m], 99)-p99))
 		}
 		fmt.Printf("  %-5s %-4s the floor, %s after each minute: the same runs (guard, call, reset) sent at once by a bare client, %d sessions a database: p50 %.1f, p99 %.1f (%s), max %.1f ms\n",
 			"", "", floorAfter, r.floorSessions, percentile(floorAll, 50), percentile(floorAll, 99), strings.Join(byBurst, ", "), percentile(floorAll, 100))
-		fmt.Printf("  %-5s %-4s CPU of the client/of the machine in the same window around each burst: %s ms; the agent's p99 over the floor's, each minute: %s ms\n",
+		fmt.Printf("  %-5s %-4s CPU of this process (the bare client, the agent idle)/of the machine in the same window around each burst: %s ms; the agent's p99 over the floor's, each minute: %s ms\n",
 			"", "", strings.Join(floorCPU, ", "), strings.Join(over, ", "))
 		if sc.dbs > 1 {
 			var spread []string
@@ -211,8 +215,14 @@ func startOffsetsAs(ctx context.Context, cluster *pgtest.Cluster, dbs []string, 
 		if f == nil {
 			break
 		}
-		time.Sleep(time.Until(realFirst.Add(time.Duration(minute)*time.Minute + floorAfter)))
-		b, err := f.burst(ctx)
+		at := realFirst.Add(time.Duration(minute)*time.Minute + floorAfter)
+		if time.Until(at) < -time.Second {
+			m.Stop(10 * time.Second)
+			return r, fmt.Errorf("floor: the burst after minute %d could not start on time: the one before ran %s late", minute+1, -time.Until(at))
+		}
+		time.Sleep(time.Until(at))
+		// Done 5 s before the next minute at the latest: the agent warms its sessions 2 s before.
+		b, err := f.burst(ctx, realFirst.Add(time.Duration(minute+1)*time.Minute-5*time.Second))
 		if err != nil {
 			m.Stop(10 * time.Second)
 			return r, err
@@ -220,7 +230,7 @@ func startOffsetsAs(ctx context.Context, cluster *pgtest.Cluster, dbs []string, 
 		r.floor = append(r.floor, b)
 	}
 	// Look only after the last minute's runs had time to start: the bench's own sessions must not
-	// compete with the runs.
+	// compete with the runs (with the floor, its last burst came later still).
 	time.Sleep(time.Until(realFirst.Add(time.Duration(minutes-1)*time.Minute + 20*time.Second)))
 	// Stopped first: an agent over the server's connection limit leaves no session for the bench.
 	m.Stop(10 * time.Second)
