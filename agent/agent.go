@@ -44,6 +44,10 @@ type Options struct {
 	// runs wait for in turns. 0 means half the connections the server accepts from ordinary roles
 	// (max_connections minus the reserved ones), read when an agent connects.
 	Sessions int
+	// ScramIterations is the most SCRAM iterations the agent computes to log in as a job's or
+	// task's owner, or to a remote task's server: the count is the one of the role's password
+	// verifier, which the role itself may set. 0 means authwatch.DefaultMaxIterations.
+	ScramIterations int
 	// StartingMax is how many runs of one server may be starting at once (sessions.Budget); 0
 	// means sessions.DefaultStartingMax.
 	StartingMax int

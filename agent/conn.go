@@ -14,6 +14,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/pgjobs/pgjobs/agent/agentlog"
 	"github.com/pgjobs/pgjobs/agent/sessions"
+	"github.com/pgjobs/pgjobs/internal/authwatch"
 	"github.com/pgjobs/pgjobs/sqlschema"
 )
 
@@ -101,10 +102,21 @@ func (a *dbAgent) ownerConnConfig(owner string) (*pgx.ConnConfig, error) {
 	}
 	cfg.RuntimeParams["application_name"] = applicationName(a.db.ID) + " job"
 	cfg.DefaultQueryExecMode = pgx.QueryExecModeExec // the reset between runs deallocates prepared statements
+	// The owner may set its own password verifier, and with it the SCRAM iterations the agent
+	// computes before the login succeeds or fails: a count over the bound is refused unread.
+	authwatch.Watch(&cfg.Config, a.maxIterations())
 	// A run may LISTEN and notify itself: the notifications reach the session when the run commits,
 	// and pgx would keep them until the session closes. Nothing reads them; they are dropped.
 	cfg.OnNotification = func(*pgconn.PgConn, *pgconn.Notification) {}
 	return cfg, nil
+}
+
+// maxIterations returns the most SCRAM iterations computed to log in as an owner, 0 for the default.
+func (a *dbAgent) maxIterations() int {
+	if a.scramIterations == nil {
+		return 0
+	}
+	return int(a.scramIterations.Load())
 }
 
 // openSessionToEnd opens a session authenticated as a job owner to end a backend of its own

@@ -1,13 +1,17 @@
 package agent
 
 import (
+	"context"
 	"errors"
 	"fmt"
+	"net"
+	"sync/atomic"
 	"testing"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/pgjobs/pgjobs/agent/sessions"
+	"github.com/pgjobs/pgjobs/internal/authwatch"
 )
 
 // An owner session keeps none of the notifications its runs receive (the attacker review: a run
@@ -44,6 +48,38 @@ func TestSessionToEndConnectsWithEndParams(t *testing.T) {
 	for k, v := range sessions.EndParams {
 		if got := cfg.RuntimeParams[k]; got != v {
 			t.Errorf("%s = %q, want %q", k, got, v)
+		}
+	}
+}
+
+// Every session the agent opens as an owner, for its runs and to end a backend of its own, is
+// watched: the SCRAM iterations of the owner's verifier are bounded by the master's setting, read
+// when the session opens (the README-only attack of 2026-11-27: a verifier of 10,000,000 iterations
+// cost the agent seconds of CPU per session).
+func TestOwnerSessionsBoundScramIterations(t *testing.T) {
+	bound := new(atomic.Int64)
+	a := &dbAgent{db: Database{ID: 7, DSN: "host=/tmp dbname=sales"}, scramIterations: bound}
+	for _, n := range []int64{0, 600000} {
+		bound.Store(n)
+		want := int(n)
+		if n == 0 {
+			want = authwatch.DefaultMaxIterations
+		}
+		for name, config := range map[string]func(string) (*pgx.ConnConfig, error){"run": a.ownerConnConfig, "end": a.endConnConfig} {
+			cfg, err := config("alice")
+			if err != nil {
+				t.Fatal(err)
+			}
+			if cfg.AfterNetConnect == nil {
+				t.Fatalf("the %s session is not watched", name)
+			}
+			client, server := net.Pipe()
+			conn, err := cfg.AfterNetConnect(context.Background(), &cfg.Config, client)
+			client.Close()
+			server.Close()
+			if w, ok := conn.(*authwatch.Conn); err != nil || !ok || w.MaxIterations() != want {
+				t.Errorf("the %s session at setting %d: %T, %v; want one watched with a bound of %d", name, n, conn, err, want)
+			}
 		}
 	}
 }

@@ -35,10 +35,12 @@ type dbAgent struct {
 
 	runCtx context.Context // runs are cancelled when it ends
 
-	budget  *sessions.Budget // the sessions of the database's server
-	owners  *sessions.Pool   // the sessions of the job owners, MaxRuns lent at most
-	poolsMu sync.Mutex
-	records *pgxpool.Pool // the agent's own sessions: run history and planning
+	budget *sessions.Budget // the sessions of the database's server
+	// scramIterations is the most SCRAM iterations computed to log in as an owner (the master's).
+	scramIterations *atomic.Int64
+	owners          *sessions.Pool // the sessions of the job owners, MaxRuns lent at most
+	poolsMu         sync.Mutex
+	records         *pgxpool.Pool // the agent's own sessions: run history and planning
 	// unreserveRecords gives the records' sessions back to the budget.
 	unreserveRecords func()
 
@@ -59,15 +61,16 @@ type dbAgent struct {
 	metrics *metrics.Database // nil: none
 }
 
-func newDBAgent(db Database, opt Options, runCtx context.Context, budget *sessions.Budget) *dbAgent {
+func newDBAgent(db Database, opt Options, runCtx context.Context, budget *sessions.Budget, scramIterations *atomic.Int64) *dbAgent {
 	a := &dbAgent{
-		db:      db,
-		opt:     opt,
-		log:     opt.Logger(db.ID, db.LogLevel),
-		runCtx:  runCtx,
-		budget:  budget,
-		anchor:  opt.Start,
-		metrics: opt.Metrics.Database(db.ID, db.name()),
+		db:              db,
+		opt:             opt,
+		log:             opt.Logger(db.ID, db.LogLevel),
+		runCtx:          runCtx,
+		budget:          budget,
+		scramIterations: scramIterations,
+		anchor:          opt.Start,
+		metrics:         opt.Metrics.Database(db.ID, db.name()),
 	}
 	a.status.s = DatabaseStatus{ID: db.ID, Database: db.name(), State: StateStarting, Since: opt.Clock.Now()}
 	a.metrics.State(false, false, false)
@@ -79,6 +82,7 @@ func newDBAgent(db Database, opt Options, runCtx context.Context, budget *sessio
 	a.taskOwners = budget.NewUnwarmedPool(runCtx, opt.TaskRuns, a.openOwnerSession)
 	a.tasks = task.New(runCtx, task.Config{
 		Clock: opt.Clock, Location: opt.Location, Log: a.log, Sessions: a.taskOwners, Slots: opt.TaskRuns, Metrics: a.metrics,
+		MaxIterations: a.maxIterations,
 		OnWritten: func() {
 			if opt.OnTasksWritten != nil {
 				opt.OnTasksWritten(db.ID)

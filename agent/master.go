@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/jackc/pgx/v5/pgconn"
@@ -29,6 +30,8 @@ type Master struct {
 	stopped  bool
 	stopping []*runningAgent // the agents Stop stops, which Status shows as they stop
 	applied  bool            // Apply was called: the configured agents run
+	// scramIterations is Options.ScramIterations as it stands, read by every database agent.
+	scramIterations *atomic.Int64
 }
 
 // runningAgent is a database agent and how to stop it.
@@ -43,7 +46,9 @@ type runningAgent struct {
 func NewMaster(opt Options, log *slog.Logger) *Master {
 	opt = opt.withDefaults()
 	runCtx, cancelRun := context.WithCancel(context.Background())
-	return &Master{opt: opt, log: log, runCtx: runCtx, cancelRun: cancelRun, agents: map[int]*runningAgent{}, budgets: map[string]*sessions.Budget{}}
+	scram := new(atomic.Int64)
+	scram.Store(int64(opt.ScramIterations))
+	return &Master{opt: opt, log: log, runCtx: runCtx, cancelRun: cancelRun, agents: map[int]*runningAgent{}, budgets: map[string]*sessions.Budget{}, scramIterations: scram}
 }
 
 // Apply makes the running database agents those of dbs: it starts the added ones, stops the
@@ -114,7 +119,7 @@ func (m *Master) start(db Database, startupDone bool) {
 		budget.StartingMax = m.opt.StartingMax
 		m.budgets[server] = budget
 	}
-	a := newDBAgent(db, m.opt, m.runCtx, budget)
+	a := newDBAgent(db, m.opt, m.runCtx, budget, m.scramIterations)
 	a.startupDone.Store(startupDone)
 	ra := &runningAgent{db: db, agent: a, cancel: cancel, done: make(chan struct{})}
 	m.agents[db.ID] = ra
@@ -135,6 +140,10 @@ func (m *Master) SetSessions(n int) {
 		b.Configure(n)
 	}
 }
+
+// SetScramIterations sets the most SCRAM iterations computed for a login, as
+// Options.ScramIterations does; the database agents take it for the sessions they open next.
+func (m *Master) SetScramIterations(n int) { m.scramIterations.Store(int64(n)) }
 
 // serverOf names the server of a DSN by its hosts and ports; the DSN itself when it does not parse
 // (its agent reports why when it connects).

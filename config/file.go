@@ -3,6 +3,8 @@ package config
 import (
 	"fmt"
 	"strings"
+
+	"github.com/pgjobs/pgjobs/internal/authwatch"
 )
 
 // File is a parsed pgjobs.conf: its settings and its lines as they were read, so that Bytes writes back
@@ -51,6 +53,20 @@ const (
 	MinSessions = 4
 	MaxSessions = 100000
 )
+
+// ScramIterations returns the most SCRAM iterations the agent computes to log in as a job's or
+// task's owner, or to a remote task's server; 0 when the file has no scram_iterations line, which
+// leaves it to the agent (authwatch.DefaultMaxIterations, four times PostgreSQL's default).
+func (f *File) ScramIterations() int {
+	if i := f.find(kindScramIterations); i >= 0 {
+		return f.lines[i].iterations
+	}
+	return 0
+}
+
+// MaxScramIterations is the highest scram_iterations the file may set, the bound of the agent's
+// driver.
+const MaxScramIterations = authwatch.MaxIterationsLimit
 
 // Databases returns the database rows in file order.
 func (f *File) Databases() []Database {

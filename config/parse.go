@@ -14,12 +14,16 @@ import (
 type lineKind int
 
 const (
-	kindNone     lineKind = iota // a blank line or a comment
-	kindSystem                   // system=VERSION
-	kindMaster                   // master=LOGLEVEL
-	kindSessions                 // sessions=N
-	kindDatabase                 // ID=host|port|database|loglevel|user|notification[|recipient]
+	kindNone            lineKind = iota // a blank line or a comment
+	kindSystem                          // system=VERSION
+	kindMaster                          // master=LOGLEVEL
+	kindSessions                        // sessions=N
+	kindScramIterations                 // scram_iterations=N
+	kindDatabase                        // ID=host|port|database|loglevel|user|notification[|recipient]
 )
+
+// settingNames names the settings that may appear once, in errors.
+var settingNames = map[lineKind]string{kindSystem: "system", kindMaster: "master", kindSessions: "sessions", kindScramIterations: "scram_iterations"}
 
 // line is one line of the file, with what it sets.
 type line struct {
@@ -29,6 +33,7 @@ type line struct {
 	system     string   // for kindSystem
 	master     LogLevel // for kindMaster
 	sessions   int      // for kindSessions
+	iterations int      // for kindScramIterations
 	db         Database // for kindDatabase
 }
 
@@ -53,14 +58,16 @@ func Load(path string) (*File, error) {
 //	system=VERSION     the installed version: numbers separated by dots, e.g. 0.00
 //	master=LOGLEVEL    the master agent's log level, 0..5
 //	sessions=N         the most sessions the agent opens on each server, MinSessions..MaxSessions
+//	scram_iterations=N the most SCRAM iterations the agent computes to log in as a role, 1..MaxScramIterations
 //	ID=host|port|database|loglevel|user|notification[|recipient]
 //
 // ID is the database's number, 1..MaxID without leading zeros; host, port and user may be the word
 // default; a row without a recipient has None. '#' starts a comment that runs to the end of the line.
 // Blank lines are ignored, and so are blanks before and after a setting, but a blank next to '=' or '|'
 // or inside a value is an error. No two rows may have the same id, nor the same resolved host, port and
-// database name (default is the same as localhost and 5432). system, master and sessions may each appear
-// once; a file without them has System "", Master 0 and Sessions 0.
+// database name (default is the same as localhost and 5432). system, master, sessions and
+// scram_iterations may each appear once; a file without them has System "", Master 0, Sessions 0 and
+// ScramIterations 0.
 //
 // A file may have at most MaxFileSize bytes and a line at most MaxLineLength bytes; a longer file is
 // refused at the line where it passes the limit, before any line is looked at.
@@ -80,8 +87,8 @@ func Parse(path string, data []byte) (*File, error) {
 		f.noEOL = true
 	}
 	f.lines = make([]line, 0, len(lines))
-	var systemLine, masterLine, sessionsLine int
-	ids := make(map[int]int) // id -> line number
+	settingLines := map[lineKind]int{} // the line of each setting but the database rows
+	ids := make(map[int]int)           // id -> line number
 	type row struct {
 		db   Database
 		line int
@@ -97,21 +104,11 @@ func Parse(path string, data []byte) (*File, error) {
 			return nil, &ParseError{Path: path, Line: n, Err: err}
 		}
 		switch l.kind {
-		case kindSystem:
-			if systemLine != 0 {
-				return nil, &ParseError{Path: path, Line: n, Err: fmt.Errorf("duplicate system setting (first on line %d)", systemLine)}
+		case kindSystem, kindMaster, kindSessions, kindScramIterations:
+			if first, ok := settingLines[l.kind]; ok {
+				return nil, &ParseError{Path: path, Line: n, Err: fmt.Errorf("duplicate %s setting (first on line %d)", settingNames[l.kind], first)}
 			}
-			systemLine = n
-		case kindMaster:
-			if masterLine != 0 {
-				return nil, &ParseError{Path: path, Line: n, Err: fmt.Errorf("duplicate master setting (first on line %d)", masterLine)}
-			}
-			masterLine = n
-		case kindSessions:
-			if sessionsLine != 0 {
-				return nil, &ParseError{Path: path, Line: n, Err: fmt.Errorf("duplicate sessions setting (first on line %d)", sessionsLine)}
-			}
-			sessionsLine = n
+			settingLines[l.kind] = n
 		case kindDatabase:
 			if first, ok := ids[l.db.ID]; ok {
 				return nil, &ParseError{Path: path, Line: n, Err: fmt.Errorf("duplicate id %d (first on line %d)", l.db.ID, first)}
@@ -181,6 +178,12 @@ func parseLine(text string) (line, error) {
 			return l, err
 		}
 		l.kind, l.sessions = kindSessions, n
+	case name == "scram_iterations":
+		n, err := parseNumber("scram_iterations", value, 1, MaxScramIterations)
+		if err != nil {
+			return l, err
+		}
+		l.kind, l.iterations = kindScramIterations, n
 	case name != "" && strings.Trim(name, digits) == "":
 		db, err := parseRow(name, value)
 		if err != nil {
@@ -188,7 +191,7 @@ func parseLine(text string) (line, error) {
 		}
 		l.kind, l.db = kindDatabase, db
 	default:
-		return l, fmt.Errorf("unknown setting %s (expected system, master, sessions or a numeric database id)", quote(name))
+		return l, fmt.Errorf("unknown setting %s (expected system, master, sessions, scram_iterations or a numeric database id)", quote(name))
 	}
 	return l, nil
 }

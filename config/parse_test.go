@@ -45,6 +45,9 @@ func TestParseValid(t *testing.T) {
 	if got := f.Sessions(); got != 40 {
 		t.Errorf("Sessions = %d, want 40", got)
 	}
+	if got := f.ScramIterations(); got != 600000 {
+		t.Errorf("ScramIterations = %d, want 600000", got)
+	}
 	if got := f.Master(); got != 0 {
 		t.Errorf("Master() = %d, want 0", got)
 	}

@@ -15,6 +15,7 @@ import (
 	"github.com/jackc/pgx/v5/pgproto3"
 	"github.com/pgjobs/pgjobs/agent/agentlog"
 	"github.com/pgjobs/pgjobs/agent/sessions"
+	"github.com/pgjobs/pgjobs/internal/authwatch"
 	"github.com/pgjobs/pgjobs/sqlschema"
 )
 
@@ -60,7 +61,15 @@ func (s *Service) failure(j *job, err error) sqlschema.RunResult {
 	}
 	var connectErr *pgconn.ConnectError
 	var tooLong *pgproto3.ExceededMaxBodyLenErr
+	var iterations *authwatch.IterationsError
 	switch {
+	case errors.As(err, &iterations):
+		result.SQLState = "28000"
+		result.Message = fmt.Sprintf("cannot connect as role %s to run the job: the password verifier of %s asks for %d SCRAM iterations to log in, more than the %d the agent computes; the agent did not try the login", j.owner, j.owner, iterations.Iterations, iterations.Max)
+		result.Hint = fmt.Sprintf("set the password of %s again at the server's scram_iterations (ALTER ROLE %s PASSWORD ...), or raise scram_iterations in pgjobs.conf", j.owner, pgx.Identifier{j.owner}.Sanitize())
+	case errors.Is(err, authwatch.ErrBadChallenge):
+		result.SQLState = "28000"
+		result.Message = fmt.Sprintf("cannot connect as role %s to run the job: %v", j.owner, err)
 	case errors.As(err, &tooLong):
 		result.Message = fmt.Sprintf("the run sent back a message of %d bytes (an error, a notice or a row), over the agent's limit of %d: the agent read no further and closed the session", tooLong.ActualBodyLen, tooLong.MaxExpectedBodyLen)
 		result.Hint = "keep a job's errors and notices short"
@@ -74,6 +83,9 @@ func (s *Service) failure(j *job, err error) sqlschema.RunResult {
 		} else {
 			result.Message = fmt.Sprintf("cannot connect as role %s to run the job: %v", j.owner, err)
 			result.Hint = fmt.Sprintf("let the agent's OS user authenticate as %s: a pg_hba.conf rule for it, or a ~/.pgpass line for it", j.owner)
+			if errors.Is(err, context.DeadlineExceeded) {
+				result.Hint = fmt.Sprintf("the login as %s did not end in time: the server, or the agent's machine, was busy", j.owner)
+			}
 		}
 	case j.timeout > 0 && (isPg && pgErr.Code == "57014" && strings.Contains(pgErr.Message, "statement timeout") || errors.Is(err, context.DeadlineExceeded)):
 		result.SQLState = "57014"

@@ -2,16 +2,15 @@ package task
 
 import (
 	"context"
-	"encoding/binary"
 	"errors"
 	"fmt"
-	"net"
 	"net/url"
 	"strings"
 	"time"
 
 	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/pgjobs/pgjobs/agent/sessions"
+	"github.com/pgjobs/pgjobs/internal/authwatch"
 )
 
 // remoteConnectTimeout bounds the connection of a remote task whose string sets no connect_timeout.
@@ -34,7 +33,11 @@ var errPasswordNotAsked = errors.New("the remote server let the task in without 
 // credentials is used for it: its client certificates from the environment are dropped, and the
 // connection is refused unless the server asked for that password (so neither trust nor peer
 // authentication as the agent's OS user, nor a .pgpass line, lets it in).
-func remoteConfig(connString string, trusted bool) (*pgconn.Config, error) {
+//
+// The SCRAM iterations the agent computes to log in are bounded by maxIterations (0 means
+// authwatch.DefaultMaxIterations), for every task: the server, and the verifier of the role there,
+// are the task's choice.
+func remoteConfig(connString string, trusted bool, maxIterations int) (*pgconn.Config, error) {
 	keys, err := connKeys(connString)
 	if err != nil {
 		return nil, fmt.Errorf("the remote connection string: %w", err)
@@ -56,6 +59,7 @@ func remoteConfig(connString string, trusted bool) (*pgconn.Config, error) {
 	if _, ok := keys["application_name"]; !ok {
 		cfg.RuntimeParams["application_name"] = "pgjobs task"
 	}
+	watched := authwatch.Watch(cfg, maxIterations)
 	if trusted {
 		return cfg, nil
 	}
@@ -72,14 +76,9 @@ func remoteConfig(connString string, trusted bool) (*pgconn.Config, error) {
 			f.TLSConfig.Certificates, f.TLSConfig.GetClientCertificate = nil, nil
 		}
 	}
-	var sniffed *authSniffer
-	cfg.AfterNetConnect = func(_ context.Context, _ *pgconn.Config, conn net.Conn) (net.Conn, error) {
-		sniffed = &authSniffer{Conn: conn}
-		return sniffed, nil
-	}
 	targetAttrs := cfg.ValidateConnect // target_session_attrs, if the string gives them
 	cfg.ValidateConnect = func(ctx context.Context, pc *pgconn.PgConn) error {
-		if sniffed == nil || !sniffed.passwordAsked {
+		if c := watched(); c == nil || !c.PasswordAsked() {
 			return errPasswordNotAsked
 		}
 		if targetAttrs != nil {
@@ -155,62 +154,10 @@ func isSpace(c byte) bool {
 	return c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '\f' || c == '\v'
 }
 
-// authSniffer reads the server's messages of the startup as they pass, and notes whether the server
-// asked for a password (cleartext, MD5 or SCRAM) before it accepted the session.
-type authSniffer struct {
-	net.Conn
-	passwordAsked bool
-	done          bool    // authentication ended: nothing more to look at
-	header        [5]byte // the message being read: its type and length
-	have          int     // bytes of header read
-	left          int     // bytes of the body still to pass
-	code          []byte  // the first 4 bytes of an authentication message's body
-}
-
-func (a *authSniffer) Read(p []byte) (int, error) {
-	n, err := a.Conn.Read(p)
-	for b := p[:n]; len(b) > 0 && !a.done; {
-		if a.have < len(a.header) {
-			c := copy(a.header[a.have:], b)
-			a.have += c
-			b = b[c:]
-			if a.have == len(a.header) {
-				a.left = int(binary.BigEndian.Uint32(a.header[1:])) - 4
-				a.code = a.code[:0]
-				if a.left < 0 { // not a message: the protocol reader refuses it; no password was asked
-					a.done = true
-				}
-			}
-			continue
-		}
-		take := min(a.left, len(b))
-		if a.header[0] == 'R' && len(a.code) < 4 {
-			a.code = append(a.code, b[:min(take, 4-len(a.code))]...)
-			if len(a.code) == 4 {
-				switch binary.BigEndian.Uint32(a.code) {
-				case 0: // AuthenticationOk
-					a.done = true
-				case 3, 5, 10: // cleartext, MD5, SASL
-					a.passwordAsked = true
-				}
-			}
-		}
-		if a.header[0] == 'E' {
-			a.done = true
-		}
-		a.left -= take
-		b = b[take:]
-		if a.left == 0 {
-			a.have = 0
-		}
-	}
-	return n, err
-}
-
 // runRemote runs a remote task's input on a connection of its own, opened with its string, and
 // closes it after; started is told the remote backend's pid once connected.
-func runRemote(ctx context.Context, connString string, trusted bool, timeout time.Duration, input string, out *Output, started func(pid uint32)) Result {
-	cfg, err := remoteConfig(connString, trusted)
+func runRemote(ctx context.Context, connString string, trusted bool, maxIterations int, timeout time.Duration, input string, out *Output, started func(pid uint32)) Result {
+	cfg, err := remoteConfig(connString, trusted, maxIterations)
 	if err != nil {
 		text := AgentErrorText(err.Error(), input)
 		return Result{Error: &text, SQLState: "42501"} // the same string fails the same way again
@@ -218,8 +165,12 @@ func runRemote(ctx context.Context, connString string, trusted bool, timeout tim
 	conn, err := pgconn.ConnectConfig(ctx, cfg)
 	if err != nil {
 		code := "08001"
-		if errors.Is(err, errPasswordNotAsked) {
+		var iterations *authwatch.IterationsError
+		switch {
+		case errors.Is(err, errPasswordNotAsked):
 			code = "42501"
+		case errors.As(err, &iterations), errors.Is(err, authwatch.ErrBadChallenge):
+			code = "28000" // the role's verifier there: retried, as a password may be set again
 		}
 		text := AgentErrorText(fmt.Sprintf("could not connect to the remote server: %v", err), input)
 		return Result{Error: &text, SQLState: code}
@@ -232,4 +183,12 @@ func runRemote(ctx context.Context, connString string, trusted bool, timeout tim
 		ms = 1
 	}
 	return execute(ctx, conn, fmt.Sprintf("SET statement_timeout = %d", ms), input, "", func() {}, out) // another server: no proof
+}
+
+// maxIterations returns the most SCRAM iterations the agent computes to log in to a remote server.
+func (s *Service) maxIterations() int {
+	if s.cfg.MaxIterations == nil {
+		return 0
+	}
+	return s.cfg.MaxIterations()
 }

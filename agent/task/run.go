@@ -228,7 +228,7 @@ func firstLine(s string) string {
 func (s *Service) runRemote(t sqlschema.ClaimedTask) {
 	start := s.cfg.Clock.Now()
 	s.logf(agentlog.LevelInfo, agentlog.StatusFiring, "task %d started as %s on a remote server (attempt %d)", t.ID, *t.OwnerName, t.Attempt)
-	r := runRemote(s.runCtx, *t.Remote, t.OwnerSuper, t.Timeout, t.Input, NewOutput(t.Format), func(pid uint32) {
+	r := runRemote(s.runCtx, *t.Remote, t.OwnerSuper, s.maxIterations(), t.Timeout, t.Input, NewOutput(t.Format), func(pid uint32) {
 		s.cfg.Metrics.TaskStarted(start.Sub(t.Plan))
 		s.writes.start(sqlschema.TaskStarted{ID: t.ID, Attempt: t.Attempt, PID: pid, Start: start})
 	})

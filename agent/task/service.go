@@ -40,6 +40,9 @@ type Config struct {
 	OnClaimed func(took time.Duration, claimed int)
 	// Metrics counts the tasks' waits, runs and ends; nil counts nothing.
 	Metrics *metrics.Database
+	// MaxIterations, if not nil, gives the most SCRAM iterations the agent computes to log in to a
+	// remote task's server; nil or 0 means authwatch.DefaultMaxIterations.
+	MaxIterations func() int
 }
 
 // Term is what a leadership term gives the task service.

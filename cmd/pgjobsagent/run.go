@@ -16,6 +16,7 @@ import (
 	"github.com/pgjobs/pgjobs/agent"
 	"github.com/pgjobs/pgjobs/agent/agentlog"
 	"github.com/pgjobs/pgjobs/config"
+	"github.com/pgjobs/pgjobs/internal/authwatch"
 	"github.com/pgjobs/pgjobs/internal/metrics"
 	"github.com/pgjobs/pgjobs/sqlschema"
 	"github.com/urfave/cli/v2"
@@ -179,9 +180,10 @@ func serve(c *cli.Context, path string, stderr io.Writer, ready chan<- *agent.Ma
 	}
 	host, _ := os.Hostname()
 	master := agent.NewMaster(agent.Options{
-		Name:     fmt.Sprintf("%s pid %d", host, os.Getpid()),
-		Sessions: f.Sessions(),
-		Metrics:  gauges,
+		Name:            fmt.Sprintf("%s pid %d", host, os.Getpid()),
+		Sessions:        f.Sessions(),
+		ScramIterations: f.ScramIterations(),
+		Metrics:         gauges,
 		Logger: func(id, level int) *slog.Logger {
 			l, err := logs.logger(strconv.Itoa(id), level)
 			if err != nil {
@@ -192,7 +194,7 @@ func serve(c *cli.Context, path string, stderr io.Writer, ready chan<- *agent.Ma
 		},
 	}, masterLog)
 	masterLog.Log(c.Context, agentlog.LevelEssential, "pgjobsagent starting", "status", "starting",
-		"version", version, "commit", commit, "config", path, "log_dir", logs.dir, "master_loglevel", int(f.Master()), "sessions", sessionsSetting(f), "databases", len(f.Databases()))
+		"version", version, "commit", commit, "config", path, "log_dir", logs.dir, "master_loglevel", int(f.Master()), "sessions", sessionsSetting(f), "scram_iterations", scramSetting(f), "databases", len(f.Databases()))
 	if os.Geteuid() == 0 {
 		// Runs go through sessions of their owners, so root gains nothing; but a process that reads
 		// ~/.pgpass and writes logs should not have root's power over the machine.
@@ -243,6 +245,7 @@ func serve(c *cli.Context, path string, stderr io.Writer, ready chan<- *agent.Ma
 		masterLog.Log(c.Context, agentlog.LevelEssential, "configuration reloaded ("+why+")", "status", "reloading", "databases", len(nf.Databases()))
 		logs.setLevel(agentlog.MasterAgent, int(nf.Master()))
 		master.SetSessions(nf.Sessions())
+		master.SetScramIterations(nf.ScramIterations())
 		master.Apply(agentDatabases(nf))
 	}
 	for {
@@ -290,6 +293,14 @@ func serve(c *cli.Context, path string, stderr io.Writer, ready chan<- *agent.Ma
 }
 
 // servedList names the databases of the configuration for the start line.
+// scramSetting describes the scram_iterations setting of f for the log.
+func scramSetting(f *config.File) string {
+	if n := f.ScramIterations(); n > 0 {
+		return strconv.Itoa(n)
+	}
+	return fmt.Sprintf("%d (the default)", authwatch.DefaultMaxIterations)
+}
+
 // sessionsSetting describes the sessions setting of f for the log.
 func sessionsSetting(f *config.File) string {
 	if n := f.Sessions(); n > 0 {

@@ -1,0 +1,164 @@
+package authwatch
+
+import (
+	"encoding/binary"
+	"errors"
+	"io"
+	"net"
+	"strings"
+	"testing"
+)
+
+// msg returns a server message of type typ with body.
+func msg(typ byte, body ...[]byte) []byte {
+	var b []byte
+	for _, part := range body {
+		b = append(b, part...)
+	}
+	out := append([]byte{typ}, binary.BigEndian.AppendUint32(nil, uint32(len(b)+4))...)
+	return append(out, b...)
+}
+
+// auth returns an AuthenticationRequest message of code with data.
+func auth(code uint32, data string) []byte {
+	return msg('R', binary.BigEndian.AppendUint32(nil, code), []byte(data))
+}
+
+func cat(parts ...[]byte) []byte {
+	var b []byte
+	for _, p := range parts {
+		b = append(b, p...)
+	}
+	return b
+}
+
+var (
+	sasl       = auth(authSASL, "SCRAM-SHA-256\x00\x00")
+	challenge  = func(i string) []byte { return auth(authSASLContinue, "r=clientnonceservernonce,s=c2FsdA==,i="+i) }
+	saslFinal  = auth(12, "v=c2lnbmF0dXJl")
+	ok         = auth(authOK, "")
+	ready      = cat(msg('S', []byte("server_version\x0016\x00")), msg('K', make([]byte, 8)), msg('Z', []byte("I")))
+	negotiate  = msg('v', binary.BigEndian.AppendUint32(nil, 0), binary.BigEndian.AppendUint32(nil, 0))
+	notice     = msg('N', []byte("SNOTICE\x00Mhello\x00\x00"))
+	refusal    = msg('E', []byte("SFATAL\x00C28P01\x00Mpassword authentication failed\x00\x00"))
+	longChallg = auth(authSASLContinue, "r="+strings.Repeat("n", maxChallenge)+",s=c2FsdA==,i=4096")
+)
+
+// challengeEnd returns where the stream's first SASL challenge ends.
+func challengeEnd(stream []byte) int {
+	for i := 0; i+9 <= len(stream); {
+		end := i + 1 + int(binary.BigEndian.Uint32(stream[i+1:]))
+		if stream[i] == 'R' && binary.BigEndian.Uint32(stream[i+5:]) == authSASLContinue {
+			return end
+		}
+		i = end
+	}
+	return len(stream)
+}
+
+// chunked is a net.Conn whose reads give at most size bytes of data at a time.
+type chunked struct {
+	net.Conn
+	data []byte
+	size int
+}
+
+func (c *chunked) Read(p []byte) (int, error) {
+	if len(c.data) == 0 {
+		return 0, io.EOF
+	}
+	n := copy(p[:min(len(p), c.size)], c.data)
+	c.data = c.data[n:]
+	return n, nil
+}
+
+// readAll reads the server's stream through a Conn bounded to max, size bytes at a time, and
+// returns what the client got, the Conn and the error that ended the reading (nil at io.EOF).
+func readAll(stream []byte, size, max int) ([]byte, *Conn, error) {
+	c := NewConn(&chunked{data: stream, size: size}, max)
+	var got []byte
+	buf := make([]byte, 64)
+	for {
+		n, err := c.Read(buf)
+		got = append(got, buf[:n]...)
+		if err == io.EOF {
+			return got, c, nil
+		}
+		if err != nil {
+			return got, c, err
+		}
+	}
+}
+
+func TestConn(t *testing.T) {
+	for _, c := range []struct {
+		name          string
+		stream        []byte
+		max           int
+		passwordAsked bool
+		refused       bool
+		err           error // *IterationsError is matched by type, with iterations
+		iterations    int
+	}{
+		{"trust", cat(ok, ready), 0, false, false, nil, 0},
+		{"SCRAM at the bound", cat(sasl, challenge("16384"), saslFinal, ok, ready), 0, true, false, nil, 0},
+		{"SCRAM at PostgreSQL's default", cat(sasl, challenge("4096"), saslFinal, ok, ready), 4096, true, false, nil, 0},
+		{"SCRAM over the bound", cat(sasl, challenge("16385"), saslFinal, ok, ready), 0, true, true, &IterationsError{}, 16385},
+		{"SCRAM over a bound given", cat(sasl, challenge("4097"), saslFinal, ok, ready), 4096, true, true, &IterationsError{}, 4097},
+		{"pgx's own limit", cat(sasl, challenge("10000000")), 0, true, true, &IterationsError{}, 10000000},
+		{"past pgx's and int32", cat(sasl, challenge("99999999999")), 0, true, true, &IterationsError{}, 99999999999},
+		{"after a protocol negotiation", cat(negotiate, sasl, challenge("20000")), 0, true, true, &IterationsError{}, 20000},
+		{"after a notice", cat(notice, sasl, challenge("20000")), 0, true, true, &IterationsError{}, 20000},
+		{"a challenge past the session's start is not looked at", cat(ok, challenge("99999999"), ready), 0, false, false, nil, 0},
+		{"a refusal ends the watch", cat(refusal, challenge("99999999")), 0, false, false, nil, 0},
+		{"MD5", cat(auth(authMD5, "salt"), ok, ready), 0, true, false, nil, 0},
+		{"cleartext", cat(auth(authCleartext, ""), ok, ready), 0, true, false, nil, 0},
+		{"no count", cat(sasl, auth(authSASLContinue, "r=n,s=c2FsdA==")), 0, true, true, ErrBadChallenge, 0},
+		{"a count of 0", cat(sasl, challenge("0")), 0, true, true, ErrBadChallenge, 0},
+		{"a negative count", cat(sasl, challenge("-5")), 0, true, true, ErrBadChallenge, 0},
+		{"a count that is not a number", cat(sasl, challenge("4096x")), 0, true, true, ErrBadChallenge, 0},
+		{"a count past int64", cat(sasl, challenge("99999999999999999999999")), 0, true, true, ErrBadChallenge, 0},
+		{"a second count after the first", cat(sasl, challenge("4096,i=99999999")), 0, true, true, ErrBadChallenge, 0},
+		{"the fields out of order", cat(sasl, auth(authSASLContinue, "s=c2FsdA==,r=n,i=4096")), 0, true, true, ErrBadChallenge, 0},
+		{"a challenge longer than any server sends", cat(sasl, longChallg), 0, true, true, ErrBadChallenge, 0},
+		{"a length shorter than a header", cat(sasl, []byte{'R', 0, 0, 0, 2}), 0, true, false, nil, 0},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			for size := 1; size <= len(c.stream); size++ {
+				got, conn, err := readAll(c.stream, size, c.max)
+				if conn.PasswordAsked() != c.passwordAsked {
+					t.Fatalf("reads of %d bytes: password asked %v, want %v", size, conn.PasswordAsked(), c.passwordAsked)
+				}
+				if !c.refused {
+					if err != nil || string(got) != string(c.stream) {
+						t.Fatalf("reads of %d bytes: %v, %d of %d bytes passed; want all, no error", size, err, len(got), len(c.stream))
+					}
+					continue
+				}
+				var iterErr *IterationsError
+				switch {
+				case c.err == ErrBadChallenge && !errors.Is(err, ErrBadChallenge):
+					t.Fatalf("reads of %d bytes: %v, want %v", size, err, ErrBadChallenge)
+				case c.err != ErrBadChallenge && (!errors.As(err, &iterErr) || iterErr.Iterations != c.iterations):
+					t.Fatalf("reads of %d bytes: %v, want the refusal of %d iterations", size, err, c.iterations)
+				}
+				// The client never gets the whole challenge: it cannot compute it.
+				if end := challengeEnd(c.stream); len(got) >= end {
+					t.Fatalf("reads of %d bytes: the client got %d bytes, the challenge ends at %d", size, len(got), end)
+				}
+				if _, err2 := conn.Read(make([]byte, 8)); err2 != err {
+					t.Fatalf("a read after the refusal: %v, want %v again", err2, err)
+				}
+			}
+		})
+	}
+}
+
+func TestIterationsErrorSaysWhat(t *testing.T) {
+	got := (&IterationsError{Iterations: 10000000, Max: 16384}).Error()
+	for _, want := range []string{"10000000 SCRAM iterations", "16384", "password verifier", "not attempted"} {
+		if !strings.Contains(got, want) {
+			t.Errorf("%q does not say %q", got, want)
+		}
+	}
+}
