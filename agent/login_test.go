@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/pgjobs/pgjobs/internal/fakeclock"
 )
 
@@ -31,11 +32,7 @@ func TestOwnPasswordOfManyScramIterations(t *testing.T) {
 		}
 	}
 	aliceConn := cluster.ConnectAs(t, db.name, alice)
-	cluster.RequirePassword(t, alice, "not the agent's")
-	key := base64.StdEncoding.EncodeToString(make([]byte, 32))
-	if _, err := aliceConn.Exec(ctx, fmt.Sprintf("ALTER ROLE %s PASSWORD 'SCRAM-SHA-256$100000:c2FsdHNhbHRzYWx0c2FsdA==$%s:%s'", alice, key, key)); err != nil {
-		t.Fatalf("alice sets her own verifier: %v", err)
-	}
+	setOwnVerifier(t, aliceConn, alice, 100000)
 	clock := fakeclock.New(t0)
 	master, _ := startAgent(t, clock, db)
 	got := fireAt(t, db, clock, t0.Add(time.Minute), 2)
@@ -57,5 +54,39 @@ func TestOwnPasswordOfManyScramIterations(t *testing.T) {
 	}
 	if !strings.Contains(message, "password authentication failed") {
 		t.Fatalf("runs %v; alice's run under a bound of 200000: %q, want the login tried and failed on the password", got, message)
+	}
+}
+
+// setOwnVerifier makes the cluster ask role for its password, and role, on its session conn opened
+// before, set its own password to a SCRAM verifier of iterations that matches no password.
+func setOwnVerifier(t *testing.T, conn interface {
+	Exec(context.Context, string, ...any) (pgconn.CommandTag, error)
+}, role string, iterations int) {
+	t.Helper()
+	cluster.RequirePassword(t, role, "not the agent's")
+	key := base64.StdEncoding.EncodeToString(make([]byte, 32))
+	if _, err := conn.Exec(context.Background(), fmt.Sprintf("ALTER ROLE %s PASSWORD 'SCRAM-SHA-256$%d:c2FsdHNhbHRzYWx0c2FsdA==$%s:%s'", role, iterations, key, key)); err != nil {
+		t.Fatalf("%s sets its own verifier: %v", role, err)
+	}
+}
+
+// TestTaskOwnerOfManyScramIterations: the same for alice's task: the agent does not try the login,
+// and the task fails saying why.
+func TestTaskOwnerOfManyScramIterations(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	d := newTaskDB(t, nil)
+	conn, err := d.as.Acquire(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Release()
+	setOwnVerifier(t, conn, d.role, 100000)
+	var id int64
+	if err := conn.QueryRow(ctx, "INSERT INTO task (input) VALUES ('SELECT 1') RETURNING id").Scan(&id); err != nil {
+		t.Fatal(err)
+	}
+	if r := d.waitTask(t, id, 20*time.Second, "DONE", "FAIL"); r.State != "FAIL" || !strings.Contains(fmt.Sprint(deref(r.Error)), "asks for 100000 SCRAM iterations") {
+		t.Fatalf("state %s, error %v; want FAIL, the refusal of 100000 iterations", r.State, deref(r.Error))
 	}
 }

@@ -3,8 +3,6 @@ package config
 import (
 	"fmt"
 	"strings"
-
-	"github.com/pgjobs/pgjobs/internal/authwatch"
 )
 
 // File is a parsed pgjobs.conf: its settings and its lines as they were read, so that Bytes writes back
@@ -65,8 +63,8 @@ func (f *File) ScramIterations() int {
 }
 
 // MaxScramIterations is the highest scram_iterations the file may set, the bound of the agent's
-// driver.
-const MaxScramIterations = authwatch.MaxIterationsLimit
+// driver (authwatch.MaxIterationsLimit).
+const MaxScramIterations = 10_000_000
 
 // Databases returns the database rows in file order.
 func (f *File) Databases() []Database {

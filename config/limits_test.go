@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/pgjobs/pgjobs/config"
+	"github.com/pgjobs/pgjobs/internal/authwatch"
 )
 
 // TestLoadReadsAtMostTheLimit loads a sparse file of 64 MiB and checks that Load refuses it without
@@ -216,4 +217,12 @@ func ExampleParse_tooLong() {
 	fmt.Println(err)
 	// Output:
 	// pgjobs.conf:1: master loglevel "77777777777777777777777777777777777777777777777777777777777777777777777777777777777777777777777777777777777777777777777777777777777777777777777777777777777777777777777777777777777777777777777777777777"... (250 bytes) is out of range 0..5
+}
+
+// The file's highest scram_iterations is the agent's: a setting the file accepts is one the agent
+// can keep.
+func TestMaxScramIterationsIsTheAgents(t *testing.T) {
+	if config.MaxScramIterations != authwatch.MaxIterationsLimit {
+		t.Fatalf("config.MaxScramIterations %d, authwatch.MaxIterationsLimit %d", config.MaxScramIterations, authwatch.MaxIterationsLimit)
+	}
 }

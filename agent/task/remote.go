@@ -13,6 +13,11 @@ import (
 	"github.com/pgjobs/pgjobs/internal/authwatch"
 )
 
+// loginRefused is the SQLSTATE of a task whose login the agent did not try, its SCRAM challenge
+// over the bound (invalid_authorization_specification): retried, as a password may be set again
+// or the bound raised meanwhile.
+const loginRefused = "28000"
+
 // remoteConnectTimeout bounds the connection of a remote task whose string sets no connect_timeout.
 const remoteConnectTimeout = 10 * time.Second
 
@@ -165,12 +170,11 @@ func runRemote(ctx context.Context, connString string, trusted bool, maxIteratio
 	conn, err := pgconn.ConnectConfig(ctx, cfg)
 	if err != nil {
 		code := "08001"
-		var iterations *authwatch.IterationsError
 		switch {
 		case errors.Is(err, errPasswordNotAsked):
 			code = "42501"
-		case errors.As(err, &iterations), errors.Is(err, authwatch.ErrBadChallenge):
-			code = "28000" // the role's verifier there: retried, as a password may be set again
+		case authwatch.Refused(err):
+			code = loginRefused
 		}
 		text := AgentErrorText(fmt.Sprintf("could not connect to the remote server: %v", err), input)
 		return Result{Error: &text, SQLState: code}

@@ -8,6 +8,7 @@ import (
 	"github.com/jackc/pgx/v5/pgtype"
 	"github.com/pgjobs/pgjobs/agent/agentlog"
 	"github.com/pgjobs/pgjobs/agent/sessions"
+	"github.com/pgjobs/pgjobs/internal/authwatch"
 	"github.com/pgjobs/pgjobs/sqlschema"
 )
 
@@ -125,7 +126,11 @@ func (s *Service) runOnce(t sqlschema.ClaimedTask, key termKey) (r Result, start
 		}
 		now := s.cfg.Clock.Now()
 		text := AgentErrorText(fmt.Sprintf("task %d: no session as %s: %v", t.ID, owner, err), t.Input)
-		return Result{Error: &text}, now, now, true
+		r := Result{Error: &text}
+		if authwatch.Refused(err) {
+			r.SQLState = loginRefused
+		}
+		return r, now, now, true
 	}
 	given := false // back to the budget: a panic before it closes the session, not leaking it
 	defer func() {

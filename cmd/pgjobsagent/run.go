@@ -242,7 +242,8 @@ func serve(c *cli.Context, path string, stderr io.Writer, ready chan<- *agent.Ma
 			return
 		}
 		gauges.Loaded(true, time.Now())
-		masterLog.Log(c.Context, agentlog.LevelEssential, "configuration reloaded ("+why+")", "status", "reloading", "databases", len(nf.Databases()))
+		masterLog.Log(c.Context, agentlog.LevelEssential, "configuration reloaded ("+why+")", "status", "reloading", "databases", len(nf.Databases()),
+			"sessions", sessionsSetting(nf), "scram_iterations", scramSetting(nf))
 		logs.setLevel(agentlog.MasterAgent, int(nf.Master()))
 		master.SetSessions(nf.Sessions())
 		master.SetScramIterations(nf.ScramIterations())
@@ -292,7 +293,6 @@ func serve(c *cli.Context, path string, stderr io.Writer, ready chan<- *agent.Ma
 	}
 }
 
-// servedList names the databases of the configuration for the start line.
 // scramSetting describes the scram_iterations setting of f for the log.
 func scramSetting(f *config.File) string {
 	if n := f.ScramIterations(); n > 0 {
@@ -309,6 +309,7 @@ func sessionsSetting(f *config.File) string {
 	return "half of each server's connections for ordinary roles"
 }
 
+// servedList names the databases of the configuration for the start line.
 func servedList(f *config.File) string {
 	dbs := f.Databases()
 	if len(dbs) == 0 {

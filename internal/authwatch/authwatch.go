@@ -1,4 +1,6 @@
-// Package authwatch watches a server's authentication messages as a session opens: whether it asked for a password, and a SCRAM iteration count over a bound, refused before pgx computes it.
+// Package authwatch reads a server's messages as a session opens, and refuses a SCRAM challenge over a bound.
+//
+// It also tells whether the server asked for a password before it accepted the session.
 package authwatch
 
 import (
@@ -9,6 +11,7 @@ import (
 	"fmt"
 	"net"
 	"strconv"
+	"sync/atomic"
 
 	"github.com/jackc/pgx/v5/pgconn"
 )
@@ -44,17 +47,27 @@ func (e *IterationsError) Error() string {
 	return fmt.Sprintf("the server asks for %d SCRAM iterations to log in (the count of the role's password verifier), more than the %d the agent computes: the login was not attempted", e.Iterations, e.Max)
 }
 
-// ErrBadChallenge refuses a SCRAM challenge that cannot be read, or is longer than any server sends.
-var ErrBadChallenge = errors.New("the server's SCRAM challenge cannot be read, or is too long: the login was not attempted")
+// ErrBadChallenge refuses a SCRAM challenge that cannot be read as r=NONCE,s=SALT,i=COUNT, or is
+// longer than any server sends.
+var ErrBadChallenge = fmt.Errorf("the server's SCRAM challenge is not r=NONCE,s=SALT,i=COUNT of at most %d bytes: the login was not attempted", maxChallenge)
 
-// Conn is a net.Conn that reads the server's messages as they pass, until the server accepts the
-// session or refuses it. A SCRAM challenge over its bound ends the reading with an error before the
-// client sees it, so the client never computes it.
+// Refused reports whether err is, or wraps, a refusal of the watch: an *IterationsError or
+// ErrBadChallenge.
+func Refused(err error) bool {
+	var iterations *IterationsError
+	return errors.As(err, &iterations) || errors.Is(err, ErrBadChallenge)
+}
+
+// Conn is a net.Conn that reads the server's messages as they pass, until the session is ready
+// for queries or refused. A SCRAM challenge over its bound ends the reading with an error before
+// the client sees it, so the client never computes it; that holds also for a challenge after
+// AuthenticationOk, which pgx would answer too (a server of a remote task's choosing may send one).
 type Conn struct {
 	net.Conn
 	maxIterations int
-	passwordAsked bool
-	done          bool    // authentication ended: nothing more to look at
+	passwordAsked bool    // before the server accepted the session
+	accepted      bool    // the server sent AuthenticationOk
+	done          bool    // the startup ended: nothing more to look at
 	err           error   // the refusal, returned by every later Read
 	header        [5]byte // the message being read: its type and length
 	have          int     // bytes of header read
@@ -74,9 +87,10 @@ func NewConn(conn net.Conn, maxIterations int) *Conn {
 
 // Watch makes each connection attempt of cfg watched by a Conn bounded to maxIterations (see
 // NewConn), after cfg's own AfterNetConnect if it has one. It returns the Conn of the latest
-// attempt, nil before any.
+// attempt, nil before any: with a cfg that connects once at a time, the Conn of the attempt that
+// is validating (ValidateConnect runs on the connecting goroutine).
 func Watch(cfg *pgconn.Config, maxIterations int) (latest func() *Conn) {
-	var last *Conn
+	var last atomic.Pointer[Conn]
 	before := cfg.AfterNetConnect
 	cfg.AfterNetConnect = func(ctx context.Context, c *pgconn.Config, conn net.Conn) (net.Conn, error) {
 		if before != nil {
@@ -85,10 +99,11 @@ func Watch(cfg *pgconn.Config, maxIterations int) (latest func() *Conn) {
 				return nil, err
 			}
 		}
-		last = NewConn(conn, maxIterations)
-		return last, nil
+		watched := NewConn(conn, maxIterations)
+		last.Store(watched)
+		return watched, nil
 	}
-	return func() *Conn { return last }
+	return last.Load
 }
 
 // MaxIterations returns the most SCRAM iterations c lets the client compute.
@@ -149,7 +164,7 @@ func (c *Conn) watch(b []byte) error {
 // end looks at the message whose last byte was just read.
 func (c *Conn) end() error {
 	switch c.header[0] {
-	case 'E': // the server refused the session
+	case 'E', 'Z': // the server refused the session, or it is ready for queries
 		c.done = true
 	case 'R':
 		if len(c.body) < 4 {
@@ -157,9 +172,9 @@ func (c *Conn) end() error {
 		}
 		switch binary.BigEndian.Uint32(c.body) {
 		case authOK:
-			c.done = true
+			c.accepted = true
 		case authCleartext, authMD5, authSASL:
-			c.passwordAsked = true
+			c.passwordAsked = c.passwordAsked || !c.accepted
 		case authSASLContinue:
 			if c.size > maxChallenge+4 {
 				return ErrBadChallenge

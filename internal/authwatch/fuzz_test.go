@@ -10,7 +10,8 @@ import (
 func FuzzConn(f *testing.F) {
 	f.Add(cat(sasl, challenge("16385"), saslFinal, ok, ready), uint8(3), uint16(16384))
 	f.Add(cat(negotiate, sasl, challenge("4096"), saslFinal, ok, ready), uint8(7), uint16(4096))
-	f.Add(cat(ok, challenge("99999999"), ready), uint8(1), uint16(0))
+	f.Add(cat(ok, sasl, challenge("99999999"), ready), uint8(1), uint16(0))
+	f.Add(cat(ok, ready, challenge("99999999")), uint8(1), uint16(0))
 	f.Add(cat(refusal, challenge("99999999")), uint8(2), uint16(0))
 	f.Add(cat(sasl, longChallg), uint8(5), uint16(0))
 	f.Fuzz(func(t *testing.T, stream []byte, size uint8, max uint16) {
