@@ -65,9 +65,9 @@ func (s *Service) failure(j *job, err error) sqlschema.RunResult {
 	switch {
 	case errors.As(err, &iterations):
 		result.SQLState = "28000"
-		result.Message = fmt.Sprintf("cannot connect as role %s to run the job: the password verifier of %s asks for %d SCRAM iterations to log in, more than the %d the agent computes; the agent did not try the login", j.owner, j.owner, iterations.Iterations, iterations.Max)
+		result.Message = fmt.Sprintf("cannot connect as role %s to run the job: the password verifier of %s asks for %d SCRAM iterations to log in, more than the %d the agent computes: the agent ended the login before computing it", j.owner, j.owner, iterations.Iterations, iterations.Max)
 		result.Hint = fmt.Sprintf("set the password of %s again at the server's scram_iterations (ALTER ROLE %s PASSWORD ...), or raise scram_iterations in pgjobs.conf", j.owner, pgx.Identifier{j.owner}.Sanitize())
-	case errors.Is(err, authwatch.ErrBadChallenge):
+	case authwatch.Refused(err):
 		result.SQLState = "28000"
 		result.Message = fmt.Sprintf("cannot connect as role %s to run the job: %v", j.owner, err)
 	case errors.As(err, &tooLong):

@@ -18,8 +18,12 @@ import (
 // or the bound raised meanwhile.
 const loginRefused = "28000"
 
-// remoteConnectTimeout bounds the connection of a remote task whose string sets no connect_timeout.
-const remoteConnectTimeout = 10 * time.Second
+// remoteConnectTimeout bounds each host's attempt of a remote task whose string sets no
+// connect_timeout, and remoteConnectLimit the whole connection, all hosts, whatever the string sets.
+const (
+	remoteConnectTimeout = 10 * time.Second
+	remoteConnectLimit   = 30 * time.Second
+)
 
 // errNoPassword is the refusal of a remote task of a role that is not a superuser whose string
 // holds no password.
@@ -39,9 +43,11 @@ var errPasswordNotAsked = errors.New("the remote server let the task in without 
 // connection is refused unless the server asked for that password (so neither trust nor peer
 // authentication as the agent's OS user, nor a .pgpass line, lets it in).
 //
-// The SCRAM iterations the agent computes to log in are bounded by maxIterations (0 means
-// authwatch.DefaultMaxIterations), for every task: the server, and the verifier of the role there,
-// are the task's choice.
+// What a connection may cost the agent is bounded for every task, the server and the verifier of
+// the role there being the task's choice: the SCRAM iterations of a login by maxIterations (0 means
+// authwatch.DefaultMaxIterations), the attempts (hosts, their addresses, each again without TLS
+// under sslmode=prefer), the SCRAM logins and the bytes before the session is ready by authwatch's
+// bounds, and the whole connection by remoteConnectLimit.
 func remoteConfig(connString string, trusted bool, maxIterations int) (*pgconn.Config, error) {
 	keys, err := connKeys(connString)
 	if err != nil {
@@ -63,6 +69,9 @@ func remoteConfig(connString string, trusted bool, maxIterations int) (*pgconn.C
 	}
 	if _, ok := keys["application_name"]; !ok {
 		cfg.RuntimeParams["application_name"] = "pgjobs task"
+	}
+	if attempts := 1 + len(cfg.Fallbacks); attempts > authwatch.MaxAttempts {
+		return nil, fmt.Errorf("the remote connection string leads to %d connection attempts (hosts, and each again without TLS under sslmode=prefer), more than %d", attempts, authwatch.MaxAttempts)
 	}
 	watched := authwatch.Watch(cfg, maxIterations)
 	if trusted {
@@ -167,7 +176,9 @@ func runRemote(ctx context.Context, connString string, trusted bool, maxIteratio
 		text := AgentErrorText(err.Error(), input)
 		return Result{Error: &text, SQLState: "42501"} // the same string fails the same way again
 	}
-	conn, err := pgconn.ConnectConfig(ctx, cfg)
+	connectCtx, cancel := context.WithTimeout(ctx, remoteConnectLimit)
+	conn, err := pgconn.ConnectConfig(connectCtx, cfg)
+	cancel()
 	if err != nil {
 		code := "08001"
 		switch {

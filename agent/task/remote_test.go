@@ -8,12 +8,14 @@ import (
 	"io"
 	"net"
 	"strings"
+	"sync/atomic"
 	"testing"
 
+	"github.com/pgjobs/pgjobs/internal/authwatch"
 	"github.com/pgjobs/pgjobs/sqlschema"
 )
 
-// fakeServer listens on 127.0.0.1 and serves one connection with serve; it returns the port.
+// fakeServer listens on 127.0.0.1 and serves each connection with serve; it returns the port.
 func fakeServer(t *testing.T, serve func(c net.Conn)) int {
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -21,12 +23,16 @@ func fakeServer(t *testing.T, serve func(c net.Conn)) int {
 	}
 	t.Cleanup(func() { ln.Close() })
 	go func() {
-		c, err := ln.Accept()
-		if err != nil {
-			return
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			go func() {
+				defer c.Close()
+				serve(c)
+			}()
 		}
-		defer c.Close()
-		serve(c)
 	}()
 	return ln.Addr().(*net.TCPAddr).Port
 }
@@ -134,4 +140,67 @@ func readMessage(c net.Conn, typed bool) ([]byte, error) {
 	body := make([]byte, binary.BigEndian.Uint32(head[len(head)-4:])-4)
 	_, err := io.ReadFull(c, body)
 	return body, err
+}
+
+// TestRemoteConnectionBounds: a server of the task's choosing, or a string's host list, cannot make
+// one connection cost the agent more than authwatch's bounds (the README-only attack on the SCRAM
+// bound: 2,000 hosts cost 7.8 s of CPU, a flood of notices before the login 35 s in 30 s, a
+// challenge declared of 1 GB a gigabyte of memory).
+func TestRemoteConnectionBounds(t *testing.T) {
+	t.Parallel()
+	body := []byte("SNOTICE\x00M" + strings.Repeat("x", 100) + "\x00\x00")
+	notice := append(binary.BigEndian.AppendUint32([]byte{'N'}, uint32(4+len(body))), body...)
+	notices := bytes.Repeat(notice, 1000)
+	var answered atomic.Int32 // by the servers of "a login on every host"
+	for _, c := range []struct {
+		name   string
+		hosts  int
+		serve  func(net.Conn)
+		want   string // in the task's error
+		logins int    // challenges the agent answered, -1 when not counted
+	}{
+		{"a flood of notices", 1, func(conn net.Conn) {
+			if _, err := readMessage(conn, false); err != nil {
+				return
+			}
+			for i := 0; i < 20; i++ { // 2 MB
+				if _, err := conn.Write(notices); err != nil {
+					return
+				}
+			}
+		}, "more than 1048576 bytes before the session was ready", -1},
+		{"a challenge declared of 1 GB", 1, func(conn net.Conn) {
+			if _, err := readMessage(conn, false); err != nil {
+				return
+			}
+			_, _ = conn.Write([]byte{'R', 0x40, 0, 0, 0, 0, 0, 0, 11})
+			_, _ = conn.Write(make([]byte, 1<<20))
+		}, "more than 1048576 bytes before the session was ready", -1},
+		{"a host list past the attempts", authwatch.MaxAttempts + 1, nil, "17 connection attempts", -1},
+		{"a login on every host", 6, func(conn net.Conn) {
+			if scramChallenge(conn, false, "4096") == "answered" {
+				answered.Add(1)
+			}
+		}, "more than 4 SCRAM logins", 4},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			t.Parallel()
+			serve := c.serve
+			if serve == nil {
+				serve = func(net.Conn) {}
+			}
+			port := fakeServer(t, serve)
+			hosts := strings.TrimSuffix(strings.Repeat("127.0.0.1,", c.hosts), ",")
+			conn := fmt.Sprintf("host=%s port=%d user=x password=y sslmode=disable", hosts, port)
+			r := runRemote(context.Background(), conn, false, 0, 0, "SELECT 1", NewOutput(sqlschema.TaskFormat{Delimiter: "\t", Null: `\N`}), func(uint32) {})
+			if r.Error == nil || !strings.Contains(*r.Error, c.want) {
+				t.Fatalf("error %v, want one with %q", deref(r.Error), c.want)
+			}
+			// A server closes its connection once it read the answer, and only then does the agent
+			// try the next host: every answer is counted by now.
+			if c.logins >= 0 && answered.Load() != int32(c.logins) {
+				t.Fatalf("the agent answered %d challenges, want %d; error %v", answered.Load(), c.logins, deref(r.Error))
+			}
+		})
+	}
 }

@@ -1,19 +1,22 @@
-// Package authwatch reads a server's messages as a session opens, and refuses a SCRAM challenge over a bound.
+// Package authwatch reads a server's messages as a session opens, and refuses what would cost the client more than a bound.
 //
-// It also tells whether the server asked for a password before it accepted the session.
+// In SCRAM the client hashes the password as many times as the server's challenge says, and a
+// role may set that count in its own password verifier; a server of a remote task's choosing may
+// send anything. The watch also tells whether the server asked for a password before it accepted
+// the session.
 package authwatch
 
 import (
 	"bytes"
-	"context"
 	"encoding/binary"
 	"errors"
 	"fmt"
-	"net"
+	"io"
 	"strconv"
 	"sync/atomic"
 
 	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/jackc/pgx/v5/pgproto3"
 )
 
 // DefaultMaxIterations is the most SCRAM iterations computed for a login when no bound is given:
@@ -22,6 +25,19 @@ const DefaultMaxIterations = 16384
 
 // MaxIterationsLimit is the highest bound that may be given: pgx's own, which it enforces anyway.
 const MaxIterationsLimit = 10_000_000
+
+// The bounds of one connection (Watch), whatever its string says: a host list, and each host's
+// addresses, are each an attempt, and sslmode=prefer tries each without TLS again.
+const (
+	// MaxAttempts is the most attempts of one connection; one more is refused at its first read.
+	MaxAttempts = 16
+	// MaxLogins is the most SCRAM challenges of one connection that the client answers.
+	MaxLogins = 4
+	// MaxStartup is the most bytes a server may send an attempt before the session is ready for
+	// queries (PostgreSQL sends about 1 KB); a message that would go past it is refused at its
+	// header, before the client reads or allocates its body.
+	MaxStartup = 1 << 20
+)
 
 // maxChallenge is the longest SCRAM challenge (server-first-message) accepted, in bytes; a
 // PostgreSQL server sends about 100.
@@ -37,38 +53,77 @@ const (
 )
 
 // IterationsError refuses a login whose SCRAM challenge asks for more iterations than the bound.
-// In SCRAM the client hashes the password that many times, and the count is the one of the role's
-// password verifier, which the role itself may set.
 type IterationsError struct {
 	Iterations, Max int
 }
 
 func (e *IterationsError) Error() string {
-	return fmt.Sprintf("the server asks for %d SCRAM iterations to log in (the count of the role's password verifier), more than the %d the agent computes: the login was not attempted", e.Iterations, e.Max)
+	return fmt.Sprintf("the server asks for %d SCRAM iterations to log in (the count of the password verifier it holds), more than the %d the agent computes: the agent ended the login before computing it", e.Iterations, e.Max)
 }
 
-// ErrBadChallenge refuses a SCRAM challenge that cannot be read as r=NONCE,s=SALT,i=COUNT, or is
-// longer than any server sends.
-var ErrBadChallenge = fmt.Errorf("the server's SCRAM challenge is not r=NONCE,s=SALT,i=COUNT of at most %d bytes: the login was not attempted", maxChallenge)
+// The other refusals of the watch.
+var (
+	// ErrBadChallenge refuses a SCRAM challenge that is not r=NONCE,s=SALT,i=COUNT with a count
+	// of at least 1, or is longer than any server sends.
+	ErrBadChallenge = fmt.Errorf("the server's SCRAM challenge is not r=NONCE,s=SALT,i=COUNT (a count of 1 or more, at most %d bytes in all): the agent ended the login", maxChallenge)
+	// ErrStartupTooLong refuses a server that sends more than MaxStartup bytes before the session
+	// is ready.
+	ErrStartupTooLong = fmt.Errorf("the server sent more than %d bytes before the session was ready: the agent ended the connection", MaxStartup)
+	// ErrTooManyAttempts refuses the attempt past MaxAttempts.
+	ErrTooManyAttempts = fmt.Errorf("the connection string leads to more than %d connection attempts (hosts, their addresses, and each again without TLS under sslmode=prefer): the agent tried no more", MaxAttempts)
+	// ErrTooManyLogins refuses the SCRAM challenge past MaxLogins.
+	ErrTooManyLogins = fmt.Errorf("the connection asked for more than %d SCRAM logins (one per server tried): the agent computed no more", MaxLogins)
+)
 
-// Refused reports whether err is, or wraps, a refusal of the watch: an *IterationsError or
-// ErrBadChallenge.
+// Refused reports whether err is, or wraps, a refusal of the watch.
 func Refused(err error) bool {
 	var iterations *IterationsError
-	return errors.As(err, &iterations) || errors.Is(err, ErrBadChallenge)
+	return errors.As(err, &iterations) || errors.Is(err, ErrBadChallenge) || errors.Is(err, ErrStartupTooLong) ||
+		errors.Is(err, ErrTooManyAttempts) || errors.Is(err, ErrTooManyLogins)
 }
 
-// Conn is a net.Conn that reads the server's messages as they pass, until the session is ready
-// for queries or refused. A SCRAM challenge over its bound ends the reading with an error before
-// the client sees it, so the client never computes it; that holds also for a challenge after
-// AuthenticationOk, which pgx would answer too (a server of a remote task's choosing may send one).
-type Conn struct {
-	net.Conn
-	maxIterations int
+// bounds are the limits of one connection, shared by its attempts.
+type bounds struct {
+	maxIterations    int
+	attempts, logins atomic.Int32
+}
+
+// Watch makes the client read each attempt of cfg's connections through a Reader bounded to
+// maxIterations SCRAM iterations (DefaultMaxIterations when 0 or less), and to MaxAttempts,
+// MaxLogins and MaxStartup. It wraps what the frontend reads, not the network connection, which
+// pgx keeps as it is (a TLS connection's certificate is what SCRAM-SHA-256-PLUS binds to). A
+// cfg watched is for one connection at a time: it returns the Reader of the latest attempt, nil
+// before any (ValidateConnect runs on the connecting goroutine, after its attempt's reads).
+func Watch(cfg *pgconn.Config, maxIterations int) (latest func() *Reader) {
+	if maxIterations <= 0 {
+		maxIterations = DefaultMaxIterations
+	}
+	b := &bounds{maxIterations: maxIterations}
+	var last atomic.Pointer[Reader]
+	build := cfg.BuildFrontend
+	if build == nil {
+		build = pgproto3.NewFrontend
+	}
+	cfg.BuildFrontend = func(r io.Reader, w io.Writer) *pgproto3.Frontend {
+		watched := newReader(r, b)
+		last.Store(watched)
+		return build(watched, w)
+	}
+	return last.Load
+}
+
+// Reader reads the server's messages of one attempt as they pass, until the session is ready for
+// queries or refused. A SCRAM challenge over its bound, or past MaxLogins, ends the reading with an
+// error before the client has all of it, so the client never computes it; that holds also for a
+// challenge after AuthenticationOk, which pgx would answer too.
+type Reader struct {
+	r             io.Reader
+	bounds        *bounds
 	passwordAsked bool    // before the server accepted the session
 	accepted      bool    // the server sent AuthenticationOk
 	done          bool    // the startup ended: nothing more to look at
 	err           error   // the refusal, returned by every later Read
+	read          int     // bytes of the startup read
 	header        [5]byte // the message being read: its type and length
 	have          int     // bytes of header read
 	size          int     // the body's length
@@ -76,48 +131,24 @@ type Conn struct {
 	body          []byte  // the body of an authentication message, its first maxChallenge+4 bytes
 }
 
-// NewConn returns conn watched, with a bound of maxIterations SCRAM iterations
-// (DefaultMaxIterations when 0 or less).
-func NewConn(conn net.Conn, maxIterations int) *Conn {
-	if maxIterations <= 0 {
-		maxIterations = DefaultMaxIterations
+// newReader returns r watched within b: an attempt past MaxAttempts is refused at its first read.
+func newReader(r io.Reader, b *bounds) *Reader {
+	watched := &Reader{r: r, bounds: b}
+	if b.attempts.Add(1) > MaxAttempts {
+		watched.err = ErrTooManyAttempts
 	}
-	return &Conn{Conn: conn, maxIterations: maxIterations}
+	return watched
 }
-
-// Watch makes each connection attempt of cfg watched by a Conn bounded to maxIterations (see
-// NewConn), after cfg's own AfterNetConnect if it has one. It returns the Conn of the latest
-// attempt, nil before any: with a cfg that connects once at a time, the Conn of the attempt that
-// is validating (ValidateConnect runs on the connecting goroutine).
-func Watch(cfg *pgconn.Config, maxIterations int) (latest func() *Conn) {
-	var last atomic.Pointer[Conn]
-	before := cfg.AfterNetConnect
-	cfg.AfterNetConnect = func(ctx context.Context, c *pgconn.Config, conn net.Conn) (net.Conn, error) {
-		if before != nil {
-			var err error
-			if conn, err = before(ctx, c, conn); err != nil {
-				return nil, err
-			}
-		}
-		watched := NewConn(conn, maxIterations)
-		last.Store(watched)
-		return watched, nil
-	}
-	return last.Load
-}
-
-// MaxIterations returns the most SCRAM iterations c lets the client compute.
-func (c *Conn) MaxIterations() int { return c.maxIterations }
 
 // PasswordAsked reports whether the server asked for a password (cleartext, MD5 or SCRAM) before
 // it accepted the session.
-func (c *Conn) PasswordAsked() bool { return c.passwordAsked }
+func (c *Reader) PasswordAsked() bool { return c.passwordAsked }
 
-func (c *Conn) Read(p []byte) (int, error) {
+func (c *Reader) Read(p []byte) (int, error) {
 	if c.err != nil {
 		return 0, c.err
 	}
-	n, err := c.Conn.Read(p)
+	n, err := c.r.Read(p)
 	if c.done {
 		return n, err
 	}
@@ -127,12 +158,13 @@ func (c *Conn) Read(p []byte) (int, error) {
 	return n, err
 }
 
-// watch reads b, the next bytes from the server, and returns the refusal of a challenge in them.
-func (c *Conn) watch(b []byte) error {
+// watch reads b, the next bytes from the server, and returns the refusal of what they hold.
+func (c *Reader) watch(b []byte) error {
 	for len(b) > 0 && !c.done {
 		if c.have < len(c.header) {
 			k := copy(c.header[c.have:], b)
 			c.have += k
+			c.read += k
 			b = b[k:]
 			if c.have < len(c.header) {
 				continue
@@ -143,12 +175,16 @@ func (c *Conn) watch(b []byte) error {
 				c.done = true
 				return nil
 			}
+			if c.read+c.size > MaxStartup {
+				return ErrStartupTooLong
+			}
 		} else {
 			take := min(c.left, len(b))
 			if c.header[0] == 'R' {
 				c.body = append(c.body, b[:min(take, maxChallenge+4-len(c.body))]...)
 			}
 			c.left -= take
+			c.read += take
 			b = b[take:]
 		}
 		if c.left == 0 {
@@ -162,7 +198,7 @@ func (c *Conn) watch(b []byte) error {
 }
 
 // end looks at the message whose last byte was just read.
-func (c *Conn) end() error {
+func (c *Reader) end() error {
 	switch c.header[0] {
 	case 'E', 'Z': // the server refused the session, or it is ready for queries
 		c.done = true
@@ -183,8 +219,11 @@ func (c *Conn) end() error {
 			if err != nil {
 				return err
 			}
-			if n > c.maxIterations {
-				return &IterationsError{Iterations: n, Max: c.maxIterations}
+			if n > c.bounds.maxIterations {
+				return &IterationsError{Iterations: n, Max: c.bounds.maxIterations}
+			}
+			if c.bounds.logins.Add(1) > MaxLogins {
+				return ErrTooManyLogins
 			}
 		}
 	}

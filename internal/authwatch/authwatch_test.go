@@ -1,12 +1,15 @@
 package authwatch
 
 import (
+	"bytes"
 	"encoding/binary"
 	"errors"
+	"fmt"
 	"io"
-	"net"
 	"strings"
 	"testing"
+
+	"github.com/jackc/pgx/v5/pgconn"
 )
 
 // msg returns a server message of type typ with body.
@@ -56,9 +59,17 @@ func challengeEnd(stream []byte) int {
 	return len(stream)
 }
 
-// chunked is a net.Conn whose reads give at most size bytes of data at a time.
+// sizes returns the read sizes to try on a stream of n bytes: every size up to 64, and n.
+func sizes(n int) []int {
+	var s []int
+	for size := 1; size <= min(n, 64); size++ {
+		s = append(s, size)
+	}
+	return append(s, n)
+}
+
+// chunked is a reader whose reads give at most size bytes of data at a time.
 type chunked struct {
-	net.Conn
 	data []byte
 	size int
 }
@@ -72,10 +83,19 @@ func (c *chunked) Read(p []byte) (int, error) {
 	return n, nil
 }
 
-// readAll reads the server's stream through a Conn bounded to max, size bytes at a time, and
-// returns what the client got, the Conn and the error that ended the reading (nil at io.EOF).
-func readAll(stream []byte, size, max int) ([]byte, *Conn, error) {
-	c := NewConn(&chunked{data: stream, size: size}, max)
+// readAll reads the server's stream through a Reader bounded to max iterations (the default when
+// 0), size bytes at a time, and returns what the client got, the Reader and the error that ended
+// the reading (nil at io.EOF).
+func readAll(stream []byte, size, max int) ([]byte, *Reader, error) {
+	if max == 0 {
+		max = DefaultMaxIterations
+	}
+	return readThrough(newReader(&chunked{data: stream, size: size}, &bounds{maxIterations: max}))
+}
+
+// readThrough reads c to its end and returns what the client got, c and the error that ended the
+// reading (nil at io.EOF).
+func readThrough(c *Reader) ([]byte, *Reader, error) {
 	var got []byte
 	buf := make([]byte, 64)
 	for {
@@ -90,7 +110,7 @@ func readAll(stream []byte, size, max int) ([]byte, *Conn, error) {
 	}
 }
 
-func TestConn(t *testing.T) {
+func TestReader(t *testing.T) {
 	for _, c := range []struct {
 		name          string
 		stream        []byte
@@ -123,9 +143,12 @@ func TestConn(t *testing.T) {
 		{"the fields out of order", cat(sasl, auth(authSASLContinue, "s=c2FsdA==,r=n,i=4096")), 0, true, true, ErrBadChallenge, 0},
 		{"a challenge longer than any server sends", cat(sasl, longChallg), 0, true, true, ErrBadChallenge, 0},
 		{"a length shorter than a header", cat(sasl, []byte{'R', 0, 0, 0, 2}), 0, true, false, nil, 0},
+		{"a flood of notices", cat(bytes.Repeat(notice, MaxStartup/len(notice)+1), sasl), 0, false, true, ErrStartupTooLong, 0},
+		{"notices up to the limit", cat(bytes.Repeat(notice, (MaxStartup-len(sasl)-len(ok)-len(ready))/len(notice)), sasl, ok, ready), 0, true, false, nil, 0},
+		{"a message declared of 1 GB", cat(sasl, []byte{'R', 0x40, 0, 0, 0}, auth(authSASLContinue, "")), 0, true, true, ErrStartupTooLong, 0},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			for size := 1; size <= len(c.stream); size++ {
+			for _, size := range sizes(len(c.stream)) {
 				got, conn, err := readAll(c.stream, size, c.max)
 				if conn.PasswordAsked() != c.passwordAsked {
 					t.Fatalf("reads of %d bytes: password asked %v, want %v", size, conn.PasswordAsked(), c.passwordAsked)
@@ -137,11 +160,12 @@ func TestConn(t *testing.T) {
 					continue
 				}
 				var iterErr *IterationsError
-				switch {
-				case c.err == ErrBadChallenge && !errors.Is(err, ErrBadChallenge):
-					t.Fatalf("reads of %d bytes: %v, want %v", size, err, ErrBadChallenge)
-				case c.err != ErrBadChallenge && (!errors.As(err, &iterErr) || iterErr.Iterations != c.iterations):
-					t.Fatalf("reads of %d bytes: %v, want the refusal of %d iterations", size, err, c.iterations)
+				if _, ok := c.err.(*IterationsError); ok {
+					if !errors.As(err, &iterErr) || iterErr.Iterations != c.iterations {
+						t.Fatalf("reads of %d bytes: %v, want the refusal of %d iterations", size, err, c.iterations)
+					}
+				} else if !errors.Is(err, c.err) {
+					t.Fatalf("reads of %d bytes: %v, want %v", size, err, c.err)
 				}
 				// The client never gets the whole challenge: it cannot compute it.
 				if end := challengeEnd(c.stream); len(got) >= end {
@@ -157,9 +181,58 @@ func TestConn(t *testing.T) {
 
 func TestIterationsErrorSaysWhat(t *testing.T) {
 	got := (&IterationsError{Iterations: 10000000, Max: 16384}).Error()
-	for _, want := range []string{"10000000 SCRAM iterations", "16384", "password verifier", "not attempted"} {
+	for _, want := range []string{"10000000 SCRAM iterations", "16384", "password verifier", "before computing it"} {
 		if !strings.Contains(got, want) {
 			t.Errorf("%q does not say %q", got, want)
 		}
+	}
+}
+
+// TestBoundsOfOneConnection: the attempts of one connection (its hosts, their addresses, each
+// again without TLS) share its bounds: at most MaxLogins SCRAM challenges are answered, and an
+// attempt past MaxAttempts is refused at its first read.
+func TestBoundsOfOneConnection(t *testing.T) {
+	b := &bounds{maxIterations: DefaultMaxIterations}
+	login := cat(sasl, challenge("4096"), saslFinal, ok, ready)
+	for i := 1; i <= MaxLogins+1; i++ {
+		_, _, err := readThrough(newReader(&chunked{data: login, size: len(login)}, b))
+		if want := error(nil); i > MaxLogins {
+			want = ErrTooManyLogins
+			if !errors.Is(err, want) {
+				t.Fatalf("login %d: %v, want %v", i, err, want)
+			}
+		} else if err != nil {
+			t.Fatalf("login %d: %v", i, err)
+		}
+	}
+	trust := cat(ok, ready)
+	for i := MaxLogins + 2; i <= MaxAttempts+1; i++ {
+		_, _, err := readThrough(newReader(&chunked{data: trust, size: len(trust)}, b))
+		if (err != nil) != (i > MaxAttempts) || err != nil && !errors.Is(err, ErrTooManyAttempts) {
+			t.Fatalf("attempt %d: %v, want %v only past %d", i, err, ErrTooManyAttempts, MaxAttempts)
+		}
+	}
+}
+
+// TestWatchWrapsTheFrontend: Watch wraps what pgx's frontend reads, leaving the network connection
+// to pgx (a wrapped TLS connection would hide the certificate SCRAM-SHA-256-PLUS binds to), and
+// gives the Reader of the latest attempt.
+func TestWatchWrapsTheFrontend(t *testing.T) {
+	cfg := &pgconn.Config{}
+	latest := Watch(cfg, 4096)
+	if cfg.AfterNetConnect != nil || latest() != nil {
+		t.Fatal("Watch set AfterNetConnect, or has a Reader before any attempt")
+	}
+	stream := cat(sasl, challenge("4097"))
+	f := cfg.BuildFrontend(&chunked{data: stream, size: 7}, io.Discard)
+	if msg, err := f.Receive(); err != nil {
+		t.Fatalf("the SASL request: %T, %v", msg, err)
+	}
+	var iterErr *IterationsError
+	if _, err := f.Receive(); !errors.As(err, &iterErr) || *iterErr != (IterationsError{4097, 4096}) {
+		t.Fatalf("the challenge of 4097: %v, want the refusal of 4097 over 4096", err)
+	}
+	if !latest().PasswordAsked() || !Refused(fmt.Errorf("connect: %w", iterErr)) {
+		t.Fatal("the latest Reader did not see the password asked, or Refused does not know the refusal")
 	}
 }

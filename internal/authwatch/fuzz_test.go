@@ -7,7 +7,7 @@ import (
 
 // FuzzConn: whatever a server sends, the watch never panics, and its verdict (the refusal, the
 // password asked, the bytes the client got before it) does not depend on how the bytes arrive.
-func FuzzConn(f *testing.F) {
+func FuzzReader(f *testing.F) {
 	f.Add(cat(sasl, challenge("16385"), saslFinal, ok, ready), uint8(3), uint16(16384))
 	f.Add(cat(negotiate, sasl, challenge("4096"), saslFinal, ok, ready), uint8(7), uint16(4096))
 	f.Add(cat(ok, sasl, challenge("99999999"), ready), uint8(1), uint16(0))
