@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/pgjobs/pgjobs/internal/fakeclock"
 )
@@ -88,5 +89,41 @@ func TestTaskOwnerOfManyScramIterations(t *testing.T) {
 	}
 	if r := d.waitTask(t, id, 20*time.Second, "DONE", "FAIL"); r.State != "FAIL" || !strings.Contains(fmt.Sprint(deref(r.Error)), "asks for 100000 SCRAM iterations") {
 		t.Fatalf("state %s, error %v; want FAIL, the refusal of 100000 iterations", r.State, deref(r.Error))
+	}
+}
+
+// TestOwnerSessionEndedByItsRoleIsReplaced: alice ends her own idle session of the agent between
+// two runs; the agent finds it out before it lends it and opens another, so her next run runs. A
+// watch wrapped around the network connection (the first version of the SCRAM bound) hid the
+// socket from that look, and the run failed on a broken pipe (the README-only attack on the bound).
+func TestOwnerSessionEndedByItsRoleIsReplaced(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	db := newTestDB(t)
+	alice := cluster.NewRole(t, "alice", db.name)
+	aliceConn := cluster.ConnectAs(t, db.name, alice)
+	if _, err := aliceConn.Exec(ctx, `SELECT pgj_create_schedule('Each', 'I 0:01'), pgj_create_job('Mine', 'note(''Mine'')', null, 'Each')`); err != nil {
+		t.Fatal(err)
+	}
+	clock := fakeclock.New(t0)
+	startAgent(t, clock, db)
+	fireAt(t, db, clock, t0.Add(time.Minute), 1)
+	rows, _ := aliceConn.Query(ctx, `SELECT pid FROM pg_stat_activity
+		WHERE usename = current_user AND pid <> pg_backend_pid() AND application_name LIKE 'pgjobsagent % job'`)
+	ended, err := pgx.CollectRows(rows, pgx.RowTo[int32])
+	if err != nil || len(ended) != 1 {
+		t.Fatalf("alice's agent sessions: %v (%v), want 1", ended, err)
+	}
+	if _, err := aliceConn.Exec(ctx, "SELECT pg_terminate_backend($1)", ended[0]); err != nil {
+		t.Fatal(err)
+	}
+	if !eventually(t, 10*time.Second, "the backend gone", func() bool {
+		var n int
+		return aliceConn.QueryRow(ctx, "SELECT count(*) FROM pg_stat_activity WHERE pid = $1", ended[0]).Scan(&n) == nil && n == 0
+	}) {
+		t.Fatal("alice's agent session did not end")
+	}
+	if got := fireAt(t, db, clock, t0.Add(2*time.Minute), 2); strings.Join(got, ";") != "Mine ok 10:01;Mine ok 10:02" {
+		t.Fatalf("runs = %v", got)
 	}
 }
