@@ -104,7 +104,7 @@ func (a *dbAgent) ownerConnConfig(owner string) (*pgx.ConnConfig, error) {
 	cfg.DefaultQueryExecMode = pgx.QueryExecModeExec // the reset between runs deallocates prepared statements
 	// The owner may set its own password verifier, and with it the SCRAM iterations the agent
 	// computes before the login succeeds or fails: a count over the bound is refused unread.
-	authwatch.Watch(&cfg.Config, a.maxIterations())
+	authwatch.Watch(&cfg.Config, authwatch.Limits{MaxIterations: a.maxIterations()})
 	// A run may LISTEN and notify itself: the notifications reach the session when the run commits,
 	// and pgx would keep them until the session closes. Nothing reads them; they are dropped.
 	cfg.OnNotification = func(*pgconn.PgConn, *pgconn.Notification) {}
@@ -136,7 +136,9 @@ func (a *dbAgent) openSessionToEnd(ctx context.Context, owner string) (*pgx.Conn
 	conn, t, err := connectToEnd(ctx, cfg)
 	if pgErr := (*pgconn.PgError)(nil); errors.As(err, &pgErr) && pgErr.Code == "42704" {
 		a.noTransactionTimeout.Store(true)
-		delete(cfg.RuntimeParams, "transaction_timeout")
+		if cfg, err = a.endConnConfig(owner); err != nil { // watched afresh: a connection is one watch
+			return nil, time.Time{}, err
+		}
 		return connectToEnd(ctx, cfg)
 	}
 	return conn, t, err

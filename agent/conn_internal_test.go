@@ -59,6 +59,7 @@ func TestSessionToEndConnectsWithEndParams(t *testing.T) {
 // cost the agent seconds of CPU per session). The network connection is pgx's own: TLS channel
 // binding still sees the server's certificate.
 func TestOwnerSessionsBoundScramIterations(t *testing.T) {
+	t.Parallel()
 	bound := new(atomic.Int64)
 	a := &dbAgent{db: Database{ID: 7, DSN: "host=/tmp dbname=sales"}, scramIterations: bound}
 	for _, n := range []int64{0, 600000} {

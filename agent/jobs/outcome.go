@@ -64,11 +64,11 @@ func (s *Service) failure(j *job, err error) sqlschema.RunResult {
 	var iterations *authwatch.IterationsError
 	switch {
 	case errors.As(err, &iterations):
-		result.SQLState = "28000"
+		result.SQLState, result.Detail, result.Context = authwatch.SQLState(err), "", ""
 		result.Message = fmt.Sprintf("cannot connect as role %s to run the job: the password verifier of %s asks for %d SCRAM iterations to log in, more than the %d the agent computes: the agent ended the login before computing it", j.owner, j.owner, iterations.Iterations, iterations.Max)
 		result.Hint = fmt.Sprintf("set the password of %s again at the server's scram_iterations (ALTER ROLE %s PASSWORD ...), or raise scram_iterations in pgjobs.conf", j.owner, pgx.Identifier{j.owner}.Sanitize())
 	case authwatch.Refused(err):
-		result.SQLState = "28000"
+		result.SQLState, result.Detail, result.Hint, result.Context = authwatch.SQLState(err), "", "", ""
 		result.Message = fmt.Sprintf("cannot connect as role %s to run the job: %v", j.owner, err)
 	case errors.As(err, &tooLong):
 		result.Message = fmt.Sprintf("the run sent back a message of %d bytes (an error, a notice or a row), over the agent's limit of %d: the agent read no further and closed the session", tooLong.ActualBodyLen, tooLong.MaxExpectedBodyLen)

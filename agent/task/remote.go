@@ -13,11 +13,6 @@ import (
 	"github.com/pgjobs/pgjobs/internal/authwatch"
 )
 
-// loginRefused is the SQLSTATE of a task whose login the agent did not try, its SCRAM challenge
-// over the bound (invalid_authorization_specification): retried, as a password may be set again
-// or the bound raised meanwhile.
-const loginRefused = "28000"
-
 // remoteConnectTimeout bounds each host's attempt of a remote task whose string sets no
 // connect_timeout, and remoteConnectLimit the whole connection, all hosts, whatever the string sets.
 const (
@@ -73,7 +68,8 @@ func remoteConfig(connString string, trusted bool, maxIterations int) (*pgconn.C
 	if attempts := 1 + len(cfg.Fallbacks); attempts > authwatch.MaxAttempts {
 		return nil, fmt.Errorf("the remote connection string leads to %d connection attempts (hosts, and each again without TLS under sslmode=prefer), more than %d", attempts, authwatch.MaxAttempts)
 	}
-	watched := authwatch.Watch(cfg, maxIterations)
+	cfg.MaxProtocolMessageBodyLen = sessions.MaxMessage // also for target_session_attrs' query
+	watched := authwatch.Watch(cfg, authwatch.RemoteLimits(maxIterations))
 	if trusted {
 		return cfg, nil
 	}
@@ -185,13 +181,12 @@ func runRemote(ctx context.Context, connString string, trusted bool, maxIteratio
 		case errors.Is(err, errPasswordNotAsked):
 			code = "42501"
 		case authwatch.Refused(err):
-			code = loginRefused
+			code = authwatch.SQLState(err)
 		}
 		text := AgentErrorText(fmt.Sprintf("could not connect to the remote server: %v", err), input)
 		return Result{Error: &text, SQLState: code}
 	}
 	defer conn.Close(context.Background())
-	conn.Frontend().SetMaxBodyLen(sessions.MaxMessage) // a message over it ends the reading, not the agent
 	started(conn.PID())
 	ms := timeout.Milliseconds()
 	if timeout > 0 && ms == 0 {

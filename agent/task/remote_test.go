@@ -8,6 +8,7 @@ import (
 	"io"
 	"net"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 
@@ -15,27 +16,47 @@ import (
 	"github.com/pgjobs/pgjobs/sqlschema"
 )
 
-// fakeServer listens on 127.0.0.1 and serves each connection with serve; it returns the port.
+// fakeServer listens on 127.0.0.1 and serves each connection with serve once it read its startup
+// message; it drops the cancel requests pgx sends after a failed attempt. It returns the port.
 func fakeServer(t *testing.T, serve func(c net.Conn)) int {
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { ln.Close() })
+	var mu sync.Mutex
+	var open []net.Conn
+	t.Cleanup(func() {
+		ln.Close()
+		mu.Lock()
+		defer mu.Unlock()
+		for _, c := range open {
+			c.Close()
+		}
+	})
 	go func() {
 		for {
 			c, err := ln.Accept()
 			if err != nil {
 				return
 			}
+			mu.Lock()
+			open = append(open, c)
+			mu.Unlock()
 			go func() {
 				defer c.Close()
+				first, err := readMessage(c, startup)
+				if err != nil || len(first) >= 4 && binary.BigEndian.Uint32(first) == cancelRequestCode {
+					return
+				}
 				serve(c)
 			}()
 		}
 	}()
 	return ln.Addr().(*net.TCPAddr).Port
 }
+
+// cancelRequestCode opens a CancelRequest, in place of a startup message's protocol version.
+const cancelRequestCode = 80877102
 
 // runFakeBounded runs a remote task on the fake server at port, with a bound of SCRAM iterations.
 func runFakeBounded(port, maxIterations int) Result {
@@ -49,10 +70,8 @@ func runFakeBounded(port, maxIterations int) Result {
 func TestRemoteShortLength(t *testing.T) {
 	t.Parallel()
 	port := fakeServer(t, func(c net.Conn) {
-		buf := make([]byte, 1024)
-		_, _ = c.Read(buf) // the startup message
 		_, _ = c.Write([]byte{'R', 0, 0, 0, 0, 0, 0, 0, 3})
-		_, _ = c.Read(buf)
+		_, _ = c.Read(make([]byte, 1024))
 	})
 	defer func() {
 		if p := recover(); p != nil {
@@ -100,23 +119,20 @@ func TestRemoteScramIterations(t *testing.T) {
 	}
 }
 
-// scramChallenge serves a client's startup with a SCRAM challenge of iterations, after an
+// scramChallenge answers a client's startup with a SCRAM challenge of iterations, after an
 // AuthenticationOk when afterOK, and says whether the client answered it.
 func scramChallenge(c net.Conn, afterOK bool, iterations string) string {
-	if _, err := readMessage(c, false); err != nil { // the startup message
-		return err.Error()
-	}
 	if afterOK {
 		_, _ = c.Write(authRequest(0, ""))
 	}
 	_, _ = c.Write(authRequest(10, "SCRAM-SHA-256\x00\x00"))
-	first, err := readMessage(c, true) // SASLInitialResponse: mechanism, length, n,,n=,r=NONCE
+	first, err := readMessage(c, 'p') // SASLInitialResponse: mechanism, length, n,,n=,r=NONCE
 	_, nonce, found := bytes.Cut(first, []byte(",r="))
 	if err != nil || !found {
 		return fmt.Sprintf("no client-first-message: %q, %v", first, err)
 	}
 	_, _ = c.Write(authRequest(11, "r="+string(nonce)+"server,s=c2FsdHNhbHQ=,i="+iterations))
-	if _, err := readMessage(c, true); err != nil {
+	if _, err := readMessage(c, 'p'); err != nil { // SASLResponse
 		return "no answer"
 	}
 	return "answered"
@@ -128,19 +144,26 @@ func authRequest(code uint32, data string) []byte {
 	return append(binary.BigEndian.AppendUint32([]byte{'R'}, uint32(len(body)+4)), body...)
 }
 
-// readMessage reads a message of the client: with its type byte when typed (all but the startup).
-func readMessage(c net.Conn, typed bool) ([]byte, error) {
+// readMessage reads the startup message of the client, or another of type typ (an error if of
+// another type, such as the Terminate pgx may send as it closes).
+func readMessage(c net.Conn, typ byte) ([]byte, error) {
 	head := make([]byte, 4)
-	if typed {
+	if typ != startup {
 		head = make([]byte, 5)
 	}
 	if _, err := io.ReadFull(c, head); err != nil {
 		return nil, err
 	}
+	if typ != startup && head[0] != typ {
+		return nil, fmt.Errorf("a message of type %q, want %q", head[0], typ)
+	}
 	body := make([]byte, binary.BigEndian.Uint32(head[len(head)-4:])-4)
 	_, err := io.ReadFull(c, body)
 	return body, err
 }
+
+// startup stands for the type of the startup message, which has none.
+const startup = 0
 
 // TestRemoteConnectionBounds: a server of the task's choosing, or a string's host list, cannot make
 // one connection cost the agent more than authwatch's bounds (the README-only attack on the SCRAM
@@ -160,9 +183,6 @@ func TestRemoteConnectionBounds(t *testing.T) {
 		logins int    // challenges the agent answered, -1 when not counted
 	}{
 		{"a flood of notices", 1, func(conn net.Conn) {
-			if _, err := readMessage(conn, false); err != nil {
-				return
-			}
 			for i := 0; i < 20; i++ { // 2 MB
 				if _, err := conn.Write(notices); err != nil {
 					return
@@ -170,9 +190,6 @@ func TestRemoteConnectionBounds(t *testing.T) {
 			}
 		}, "more than 1048576 bytes before the session was ready", -1},
 		{"a challenge declared of 1 GB", 1, func(conn net.Conn) {
-			if _, err := readMessage(conn, false); err != nil {
-				return
-			}
 			_, _ = conn.Write([]byte{'R', 0x40, 0, 0, 0, 0, 0, 0, 11})
 			_, _ = conn.Write(make([]byte, 1<<20))
 		}, "more than 1048576 bytes before the session was ready", -1},

@@ -126,11 +126,7 @@ func (s *Service) runOnce(t sqlschema.ClaimedTask, key termKey) (r Result, start
 		}
 		now := s.cfg.Clock.Now()
 		text := AgentErrorText(fmt.Sprintf("task %d: no session as %s: %v", t.ID, owner, err), t.Input)
-		r := Result{Error: &text}
-		if authwatch.Refused(err) {
-			r.SQLState = loginRefused
-		}
-		return r, now, now, true
+		return Result{Error: &text, SQLState: authwatch.SQLState(err)}, now, now, true
 	}
 	given := false // back to the budget: a panic before it closes the session, not leaking it
 	defer func() {

@@ -8,10 +8,12 @@ package authwatch
 
 import (
 	"bytes"
+	"context"
 	"encoding/binary"
 	"errors"
 	"fmt"
 	"io"
+	"net"
 	"strconv"
 	"sync/atomic"
 
@@ -26,18 +28,35 @@ const DefaultMaxIterations = 16384
 // MaxIterationsLimit is the highest bound that may be given: pgx's own, which it enforces anyway.
 const MaxIterationsLimit = 10_000_000
 
-// The bounds of one connection (Watch), whatever its string says: a host list, and each host's
-// addresses, are each an attempt, and sslmode=prefer tries each without TLS again.
+// MaxAttempts and MaxLogins are the bounds of one connection whose string a role chose
+// (RemoteLimits): a host list, and each host's addresses, are each an attempt, and sslmode=prefer
+// tries each without TLS again.
 const (
-	// MaxAttempts is the most attempts of one connection; one more is refused at its first read.
 	MaxAttempts = 16
-	// MaxLogins is the most SCRAM challenges of one connection that the client answers.
-	MaxLogins = 4
-	// MaxStartup is the most bytes a server may send an attempt before the session is ready for
-	// queries (PostgreSQL sends about 1 KB); a message that would go past it is refused at its
-	// header, before the client reads or allocates its body.
-	MaxStartup = 1 << 20
+	MaxLogins   = 4
 )
+
+// MaxStartup is the most bytes a server may send an attempt before the session is ready for
+// queries (PostgreSQL sends about 1 KB); a message that would go past it is refused at its header,
+// before the client reads or allocates its body.
+const MaxStartup = 1 << 20
+
+// Limits are what one watched connection may cost the client.
+type Limits struct {
+	// MaxIterations bounds the SCRAM iterations of each login; 0 means DefaultMaxIterations.
+	MaxIterations int
+	// MaxAttempts bounds the attempts of the connection: the addresses its hosts resolve to, past
+	// which no more are given to pgx, and each attempt, past which one is refused at its first
+	// read. MaxLogins bounds the SCRAM challenges the connection answers. 0 means no bound: an
+	// owner's connection follows the DSN of pgjobs.conf, as many hosts as it names.
+	MaxAttempts, MaxLogins int
+}
+
+// RemoteLimits returns the Limits of a connection whose string a role chose: MaxAttempts and
+// MaxLogins, and maxIterations.
+func RemoteLimits(maxIterations int) Limits {
+	return Limits{MaxIterations: maxIterations, MaxAttempts: MaxAttempts, MaxLogins: MaxLogins}
+}
 
 // maxChallenge is the longest SCRAM challenge (server-first-message) accepted, in bytes; a
 // PostgreSQL server sends about 100.
@@ -69,36 +88,78 @@ var (
 	// ErrStartupTooLong refuses a server that sends more than MaxStartup bytes before the session
 	// is ready.
 	ErrStartupTooLong = fmt.Errorf("the server sent more than %d bytes before the session was ready: the agent ended the connection", MaxStartup)
-	// ErrTooManyAttempts refuses the attempt past MaxAttempts.
-	ErrTooManyAttempts = fmt.Errorf("the connection string leads to more than %d connection attempts (hosts, their addresses, and each again without TLS under sslmode=prefer): the agent tried no more", MaxAttempts)
-	// ErrTooManyLogins refuses the SCRAM challenge past MaxLogins.
-	ErrTooManyLogins = fmt.Errorf("the connection asked for more than %d SCRAM logins (one per server tried): the agent computed no more", MaxLogins)
 )
 
-// Refused reports whether err is, or wraps, a refusal of the watch.
-func Refused(err error) bool {
-	var iterations *IterationsError
-	return errors.As(err, &iterations) || errors.Is(err, ErrBadChallenge) || errors.Is(err, ErrStartupTooLong) ||
-		errors.Is(err, ErrTooManyAttempts) || errors.Is(err, ErrTooManyLogins)
+// BoundError refuses what goes past a bound of one connection: its attempts, or its SCRAM logins.
+type BoundError struct {
+	Logins bool // the SCRAM logins, else the attempts
+	Max    int
 }
+
+func (e *BoundError) Error() string {
+	if e.Logins {
+		return fmt.Sprintf("the connection asked for more than %d SCRAM logins (one per server tried): the agent computed no more", e.Max)
+	}
+	return fmt.Sprintf("the connection string leads to more than %d connection attempts (hosts, their addresses, and each again without TLS under sslmode=prefer): the agent tried no more", e.Max)
+}
+
+// SQLState returns the SQLSTATE of a refusal of the watch that err is or wraps, "" for another
+// error: 28000 (invalid_authorization_specification) for a count over the bound, 08P01
+// (protocol_violation) for what no PostgreSQL server sends, and 08001 for a connection past its
+// attempts or logins.
+func SQLState(err error) string {
+	var iterations *IterationsError
+	var bound *BoundError
+	switch {
+	case errors.As(err, &iterations):
+		return "28000"
+	case errors.Is(err, ErrBadChallenge), errors.Is(err, ErrStartupTooLong):
+		return "08P01"
+	case errors.As(err, &bound):
+		return "08001"
+	}
+	return ""
+}
+
+// Refused reports whether err is, or wraps, a refusal of the watch.
+func Refused(err error) bool { return SQLState(err) != "" }
 
 // bounds are the limits of one connection, shared by its attempts.
 type bounds struct {
-	maxIterations    int
-	attempts, logins atomic.Int32
+	Limits
+	addresses, attempts, logins atomic.Int32
 }
 
-// Watch makes the client read each attempt of cfg's connections through a Reader bounded to
-// maxIterations SCRAM iterations (DefaultMaxIterations when 0 or less), and to MaxAttempts,
-// MaxLogins and MaxStartup. It wraps what the frontend reads, not the network connection, which
-// pgx keeps as it is (a TLS connection's certificate is what SCRAM-SHA-256-PLUS binds to). A
-// cfg watched is for one connection at a time: it returns the Reader of the latest attempt, nil
-// before any (ValidateConnect runs on the connecting goroutine, after its attempt's reads).
-func Watch(cfg *pgconn.Config, maxIterations int) (latest func() *Reader) {
-	if maxIterations <= 0 {
-		maxIterations = DefaultMaxIterations
+// Watch makes the client read each attempt of cfg's connection through a Reader within limits
+// and MaxStartup. It wraps what the frontend reads, not the network connection, which pgx keeps as
+// it is (a TLS connection's certificate is what SCRAM-SHA-256-PLUS binds to, and the look at an
+// idle session reads its socket). A cfg watched is for one connection: connect again with a new
+// one. Watch returns the Reader of the latest attempt, nil before any (ValidateConnect runs on
+// the connecting goroutine, after its attempt's reads).
+func Watch(cfg *pgconn.Config, limits Limits) (latest func() *Reader) {
+	if limits.MaxIterations <= 0 {
+		limits.MaxIterations = DefaultMaxIterations
 	}
-	b := &bounds{maxIterations: maxIterations}
+	b := &bounds{Limits: limits}
+	if limits.MaxAttempts > 0 {
+		lookup := cfg.LookupFunc
+		if lookup == nil {
+			lookup = net.DefaultResolver.LookupHost
+		}
+		cfg.LookupFunc = func(ctx context.Context, host string) ([]string, error) {
+			addrs, err := lookup(ctx, host)
+			if err != nil {
+				return nil, err
+			}
+			left := limits.MaxAttempts - int(b.addresses.Load())
+			if left <= 0 {
+				return nil, &BoundError{Max: limits.MaxAttempts}
+			}
+			addrs = addrs[:min(len(addrs), left)]
+			b.addresses.Add(int32(len(addrs)))
+			return addrs, nil
+		}
+	}
 	var last atomic.Pointer[Reader]
 	build := cfg.BuildFrontend
 	if build == nil {
@@ -134,8 +195,8 @@ type Reader struct {
 // newReader returns r watched within b: an attempt past MaxAttempts is refused at its first read.
 func newReader(r io.Reader, b *bounds) *Reader {
 	watched := &Reader{r: r, bounds: b}
-	if b.attempts.Add(1) > MaxAttempts {
-		watched.err = ErrTooManyAttempts
+	if b.MaxAttempts > 0 && int(b.attempts.Add(1)) > b.MaxAttempts {
+		watched.err = &BoundError{Max: b.MaxAttempts}
 	}
 	return watched
 }
@@ -169,15 +230,16 @@ func (c *Reader) watch(b []byte) error {
 			if c.have < len(c.header) {
 				continue
 			}
-			c.size = int(binary.BigEndian.Uint32(c.header[1:])) - 4
-			c.left, c.body = c.size, c.body[:0]
-			if c.size < 0 { // not a message: the protocol reader refuses it
+			length := binary.BigEndian.Uint32(c.header[1:]) // the body's and its own 4 bytes
+			if length < 4 { // not a message: the protocol reader refuses it
 				c.done = true
 				return nil
 			}
-			if c.read+c.size > MaxStartup {
+			if int64(length)-4 > int64(MaxStartup)-int64(c.read) {
 				return ErrStartupTooLong
 			}
+			c.size = int(length) - 4
+			c.left, c.body = c.size, c.body[:0]
 		} else {
 			take := min(c.left, len(b))
 			if c.header[0] == 'R' {
@@ -219,11 +281,11 @@ func (c *Reader) end() error {
 			if err != nil {
 				return err
 			}
-			if n > c.bounds.maxIterations {
-				return &IterationsError{Iterations: n, Max: c.bounds.maxIterations}
+			if n > c.bounds.MaxIterations {
+				return &IterationsError{Iterations: n, Max: c.bounds.MaxIterations}
 			}
-			if c.bounds.logins.Add(1) > MaxLogins {
-				return ErrTooManyLogins
+			if c.bounds.MaxLogins > 0 && int(c.bounds.logins.Add(1)) > c.bounds.MaxLogins {
+				return &BoundError{Logins: true, Max: c.bounds.MaxLogins}
 			}
 		}
 	}

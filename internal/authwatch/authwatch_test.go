@@ -2,10 +2,12 @@ package authwatch
 
 import (
 	"bytes"
+	"context"
 	"encoding/binary"
 	"errors"
 	"fmt"
 	"io"
+	"slices"
 	"strings"
 	"testing"
 
@@ -50,11 +52,14 @@ var (
 // challengeEnd returns where the stream's first SASL challenge ends.
 func challengeEnd(stream []byte) int {
 	for i := 0; i+9 <= len(stream); {
-		end := i + 1 + int(binary.BigEndian.Uint32(stream[i+1:]))
-		if stream[i] == 'R' && binary.BigEndian.Uint32(stream[i+5:]) == authSASLContinue {
-			return end
+		end := int64(i) + 1 + int64(binary.BigEndian.Uint32(stream[i+1:]))
+		if end > int64(len(stream)) {
+			return len(stream)
 		}
-		i = end
+		if stream[i] == 'R' && binary.BigEndian.Uint32(stream[i+5:]) == authSASLContinue {
+			return int(end)
+		}
+		i = int(end)
 	}
 	return len(stream)
 }
@@ -90,7 +95,7 @@ func readAll(stream []byte, size, max int) ([]byte, *Reader, error) {
 	if max == 0 {
 		max = DefaultMaxIterations
 	}
-	return readThrough(newReader(&chunked{data: stream, size: size}, &bounds{maxIterations: max}))
+	return readThrough(newReader(&chunked{data: stream, size: size}, &bounds{Limits: Limits{MaxIterations: max}}))
 }
 
 // readThrough reads c to its end and returns what the client got, c and the error that ended the
@@ -146,6 +151,8 @@ func TestReader(t *testing.T) {
 		{"a flood of notices", cat(bytes.Repeat(notice, MaxStartup/len(notice)+1), sasl), 0, false, true, ErrStartupTooLong, 0},
 		{"notices up to the limit", cat(bytes.Repeat(notice, (MaxStartup-len(sasl)-len(ok)-len(ready))/len(notice)), sasl, ok, ready), 0, true, false, nil, 0},
 		{"a message declared of 1 GB", cat(sasl, []byte{'R', 0x40, 0, 0, 0}, auth(authSASLContinue, "")), 0, true, true, ErrStartupTooLong, 0},
+		{"a message declared of 2 GB", cat(sasl, []byte{'R', 0x7f, 0xff, 0xff, 0xff}, auth(authSASLContinue, "")), 0, true, true, ErrStartupTooLong, 0},
+		{"a length of 4 GB, past int32", cat(sasl, []byte{'R', 0xff, 0xff, 0xff, 0xff}, auth(authSASLContinue, "")), 0, true, true, ErrStartupTooLong, 0},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			for _, size := range sizes(len(c.stream)) {
@@ -188,29 +195,63 @@ func TestIterationsErrorSaysWhat(t *testing.T) {
 	}
 }
 
-// TestBoundsOfOneConnection: the attempts of one connection (its hosts, their addresses, each
-// again without TLS) share its bounds: at most MaxLogins SCRAM challenges are answered, and an
-// attempt past MaxAttempts is refused at its first read.
+// TestBoundsOfOneConnection: the attempts of one connection whose string a role chose (its hosts,
+// their addresses, each again without TLS) share its bounds: at most MaxLogins SCRAM challenges are
+// answered, and an attempt past MaxAttempts is refused at its first read. An owner's connection
+// has neither bound.
 func TestBoundsOfOneConnection(t *testing.T) {
-	b := &bounds{maxIterations: DefaultMaxIterations}
 	login := cat(sasl, challenge("4096"), saslFinal, ok, ready)
-	for i := 1; i <= MaxLogins+1; i++ {
-		_, _, err := readThrough(newReader(&chunked{data: login, size: len(login)}, b))
-		if want := error(nil); i > MaxLogins {
-			want = ErrTooManyLogins
-			if !errors.Is(err, want) {
-				t.Fatalf("login %d: %v, want %v", i, err, want)
-			}
-		} else if err != nil {
-			t.Fatalf("login %d: %v", i, err)
-		}
-	}
 	trust := cat(ok, ready)
-	for i := MaxLogins + 2; i <= MaxAttempts+1; i++ {
-		_, _, err := readThrough(newReader(&chunked{data: trust, size: len(trust)}, b))
-		if (err != nil) != (i > MaxAttempts) || err != nil && !errors.Is(err, ErrTooManyAttempts) {
-			t.Fatalf("attempt %d: %v, want %v only past %d", i, err, ErrTooManyAttempts, MaxAttempts)
+	for _, c := range []struct {
+		name   string
+		limits Limits
+	}{{"a remote task's", RemoteLimits(0)}, {"an owner's", Limits{}}} {
+		t.Run(c.name, func(t *testing.T) {
+			b := &bounds{Limits: c.limits}
+			b.MaxIterations = DefaultMaxIterations
+			var refused []string
+			for i := 1; i <= MaxAttempts+1; i++ {
+				stream := trust
+				if i <= MaxLogins+1 {
+					stream = login
+				}
+				_, _, err := readThrough(newReader(&chunked{data: stream, size: len(stream)}, b))
+				var bound *BoundError
+				if errors.As(err, &bound) {
+					refused = append(refused, fmt.Sprintf("%d: %+v", i, *bound))
+				} else if err != nil {
+					t.Fatalf("attempt %d: %v", i, err)
+				}
+			}
+			want := []string{fmt.Sprintf("%d: {Logins:true Max:%d}", MaxLogins+1, MaxLogins), fmt.Sprintf("%d: {Logins:false Max:%d}", MaxAttempts+1, MaxAttempts)}
+			if c.limits.MaxAttempts == 0 {
+				want = nil
+			}
+			if !slices.Equal(refused, want) {
+				t.Fatalf("refused %v, want %v", refused, want)
+			}
+		})
+	}
+}
+
+// TestAddressesOfOneConnection: the hosts of a remote task's string resolve to at most MaxAttempts
+// addresses in all; past them no host is resolved, and no address dialled.
+func TestAddressesOfOneConnection(t *testing.T) {
+	cfg := &pgconn.Config{LookupFunc: func(_ context.Context, host string) ([]string, error) {
+		return slices.Repeat([]string{"192.0.2.1"}, 10), nil
+	}}
+	Watch(cfg, RemoteLimits(0))
+	var got []int
+	for range 3 {
+		addrs, err := cfg.LookupFunc(context.Background(), "many.example")
+		var bound *BoundError
+		if err != nil && (!errors.As(err, &bound) || bound.Max != MaxAttempts) {
+			t.Fatalf("lookup: %v", err)
 		}
+		got = append(got, len(addrs))
+	}
+	if want := []int{10, MaxAttempts - 10, 0}; !slices.Equal(got, want) {
+		t.Fatalf("addresses given %v, want %v", got, want)
 	}
 }
 
@@ -219,7 +260,7 @@ func TestBoundsOfOneConnection(t *testing.T) {
 // gives the Reader of the latest attempt.
 func TestWatchWrapsTheFrontend(t *testing.T) {
 	cfg := &pgconn.Config{}
-	latest := Watch(cfg, 4096)
+	latest := Watch(cfg, Limits{MaxIterations: 4096})
 	if cfg.AfterNetConnect != nil || latest() != nil {
 		t.Fatal("Watch set AfterNetConnect, or has a Reader before any attempt")
 	}

@@ -5,7 +5,7 @@ import (
 	"testing"
 )
 
-// FuzzConn: whatever a server sends, the watch never panics, and its verdict (the refusal, the
+// FuzzReader: whatever a server sends, the watch never panics, and its verdict (the refusal, the
 // password asked, the bytes the client got before it) does not depend on how the bytes arrive.
 func FuzzReader(f *testing.F) {
 	f.Add(cat(sasl, challenge("16385"), saslFinal, ok, ready), uint8(3), uint16(16384))
