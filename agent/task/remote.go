@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net/url"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/jackc/pgx/v5/pgconn"
@@ -19,6 +20,11 @@ const (
 	remoteConnectTimeout = 10 * time.Second
 	remoteConnectLimit   = 30 * time.Second
 )
+
+// remoteTimeoutGrace is how long past a remote task's timeout, at most, the agent waits for the
+// server's statement_timeout before it closes the connection itself (as long as the timeout when
+// that is shorter).
+const remoteTimeoutGrace = 5 * time.Second
 
 // errNoPassword is the refusal of a remote task of a role that is not a superuser whose string
 // holds no password.
@@ -192,7 +198,23 @@ func runRemote(ctx context.Context, connString string, trusted bool, maxIteratio
 	if timeout > 0 && ms == 0 {
 		ms = 1
 	}
-	return execute(ctx, conn, fmt.Sprintf("SET statement_timeout = %d", ms), input, "", func() {}, out) // another server: no proof
+	// The server's statement_timeout ends the input; the server being the task's choice, the agent
+	// closes the connection itself a grace after it.
+	var expired atomic.Bool
+	grace := min(timeout, remoteTimeoutGrace)
+	if timeout > 0 {
+		closer := time.AfterFunc(timeout+grace, func() {
+			expired.Store(true)
+			conn.Conn().Close()
+		})
+		defer closer.Stop()
+	}
+	r := execute(ctx, conn, fmt.Sprintf("SET statement_timeout = %d", ms), input, "", func() {}, out) // another server: no proof
+	if expired.Load() {
+		text := AgentErrorText(fmt.Sprintf("the remote server did not end the task within its timeout of %s and %s more: the agent closed the connection", timeout, grace), input)
+		r.Error, r.SQLState = &text, "57014"
+	}
+	return r
 }
 
 // maxIterations returns the most SCRAM iterations the agent computes to log in to a remote server.

@@ -11,6 +11,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/pgjobs/pgjobs/internal/authwatch"
 	"github.com/pgjobs/pgjobs/sqlschema"
@@ -188,11 +189,11 @@ func TestRemoteConnectionBounds(t *testing.T) {
 					return
 				}
 			}
-		}, "more than 1048576 bytes before the session was ready", -1},
+		}, "more than 65536 bytes before the session was ready", -1},
 		{"a challenge declared of 1 GB", 1, func(conn net.Conn) {
 			_, _ = conn.Write([]byte{'R', 0x40, 0, 0, 0, 0, 0, 0, 11})
 			_, _ = conn.Write(make([]byte, 1<<20))
-		}, "more than 1048576 bytes before the session was ready", -1},
+		}, "more than 65536 bytes before the session was ready", -1},
 		{"a host list past the attempts", authwatch.MaxAttempts + 1, nil, "17 connection attempts", -1},
 		{"a login on every host", 6, func(conn net.Conn) {
 			if scramChallenge(conn, false, "4096") == "answered" {
@@ -217,6 +218,67 @@ func TestRemoteConnectionBounds(t *testing.T) {
 			// try the next host: every answer is counted by now.
 			if c.logins >= 0 && answered.Load() != int32(c.logins) {
 				t.Fatalf("the agent answered %d challenges, want %d; error %v", answered.Load(), c.logins, deref(r.Error))
+			}
+		})
+	}
+}
+
+// acceptLogin lets the client in with its password, answers its SET and reads its input's query.
+func acceptLogin(conn net.Conn) error {
+	_, _ = conn.Write(authRequest(3, "")) // cleartext: the password asked
+	if _, err := readMessage(conn, 'p'); err != nil {
+		return err
+	}
+	_, _ = conn.Write(cat(authRequest(0, ""), message('K', make([]byte, 8)), message('Z', []byte("I"))))
+	if _, err := readMessage(conn, 'Q'); err != nil { // SET statement_timeout
+		return err
+	}
+	_, _ = conn.Write(cat(message('C', []byte("SET\x00")), message('Z', []byte("I"))))
+	_, err := readMessage(conn, 'Q')
+	return err
+}
+
+// message returns a server message of type typ with body.
+func message(typ byte, body []byte) []byte {
+	return append(binary.BigEndian.AppendUint32([]byte{typ}, uint32(len(body)+4)), body...)
+}
+
+func cat(parts ...[]byte) []byte { return bytes.Join(parts, nil) }
+
+// TestRemoteSessionBounds: after the login, a server of the task's choosing cannot make the agent
+// keep without end what it reports, nor keep the task past its timeout (the second README-only
+// attack: endless new parameters took the agent to 8.7 GB, endless notices held a task with a
+// timeout of 5 s for 75 s at 1.3 cores).
+func TestRemoteSessionBounds(t *testing.T) {
+	t.Parallel()
+	for _, c := range []struct {
+		name, flood string
+		timeout     time.Duration
+		want        string
+	}{
+		{"new parameters", "S", 0, "more than 256 parameters"},
+		{"notices past the timeout", "N", 200 * time.Millisecond, "did not end the task within its timeout of 200ms and 200ms more"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			t.Parallel()
+			port := fakeServer(t, func(conn net.Conn) {
+				if acceptLogin(conn) != nil {
+					return
+				}
+				for i := 0; ; i++ {
+					m := message('N', []byte("SNOTICE\x00Mflood\x00\x00"))
+					if c.flood == "S" {
+						m = message('S', []byte(fmt.Sprintf("p%d\x00v\x00", i)))
+					}
+					if _, err := conn.Write(m); err != nil {
+						return
+					}
+				}
+			})
+			conn := fmt.Sprintf("host=127.0.0.1 port=%d user=x password=y sslmode=disable", port)
+			r := runRemote(context.Background(), conn, false, 0, c.timeout, "SELECT 1", NewOutput(sqlschema.TaskFormat{Delimiter: "\t", Null: `\N`}), func(uint32) {})
+			if r.Error == nil || !strings.Contains(*r.Error, c.want) {
+				t.Fatalf("error %v, want one with %q", deref(r.Error), c.want)
 			}
 		})
 	}

@@ -49,6 +49,9 @@ var (
 	longChallg = auth(authSASLContinue, "r="+strings.Repeat("n", maxChallenge)+",s=c2FsdA==,i=4096")
 )
 
+// errStartup is the refusal of an owner's startup past OwnerStartup.
+var errStartup = &BoundError{Bound: BoundStartup, Max: OwnerStartup}
+
 // challengeEnd returns where the stream's first SASL challenge ends.
 func challengeEnd(stream []byte) int {
 	for i := 0; i+9 <= len(stream); {
@@ -95,7 +98,7 @@ func readAll(stream []byte, size, max int) ([]byte, *Reader, error) {
 	if max == 0 {
 		max = DefaultMaxIterations
 	}
-	return readThrough(newReader(&chunked{data: stream, size: size}, &bounds{Limits: Limits{MaxIterations: max}}))
+	return readThrough(newReader(&chunked{data: stream, size: size}, nil, newBounds(Limits{MaxIterations: max})))
 }
 
 // readThrough reads c to its end and returns what the client got, c and the error that ended the
@@ -148,11 +151,11 @@ func TestReader(t *testing.T) {
 		{"the fields out of order", cat(sasl, auth(authSASLContinue, "s=c2FsdA==,r=n,i=4096")), 0, true, true, ErrBadChallenge, 0},
 		{"a challenge longer than any server sends", cat(sasl, longChallg), 0, true, true, ErrBadChallenge, 0},
 		{"a length shorter than a header", cat(sasl, []byte{'R', 0, 0, 0, 2}), 0, true, false, nil, 0},
-		{"a flood of notices", cat(bytes.Repeat(notice, MaxStartup/len(notice)+1), sasl), 0, false, true, ErrStartupTooLong, 0},
-		{"notices up to the limit", cat(bytes.Repeat(notice, (MaxStartup-len(sasl)-len(ok)-len(ready))/len(notice)), sasl, ok, ready), 0, true, false, nil, 0},
-		{"a message declared of 1 GB", cat(sasl, []byte{'R', 0x40, 0, 0, 0}, auth(authSASLContinue, "")), 0, true, true, ErrStartupTooLong, 0},
-		{"a message declared of 2 GB", cat(sasl, []byte{'R', 0x7f, 0xff, 0xff, 0xff}, auth(authSASLContinue, "")), 0, true, true, ErrStartupTooLong, 0},
-		{"a length of 4 GB, past int32", cat(sasl, []byte{'R', 0xff, 0xff, 0xff, 0xff}, auth(authSASLContinue, "")), 0, true, true, ErrStartupTooLong, 0},
+		{"a flood of notices", cat(bytes.Repeat(notice, OwnerStartup/len(notice)+1), sasl), 0, false, true, errStartup, 0},
+		{"notices up to the limit", cat(bytes.Repeat(notice, (OwnerStartup-len(sasl)-len(ok)-len(ready))/len(notice)), sasl, ok, ready), 0, true, false, nil, 0},
+		{"a message declared of 1 GB", cat(sasl, []byte{'R', 0x40, 0, 0, 0}, auth(authSASLContinue, "")), 0, true, true, errStartup, 0},
+		{"a message declared of 2 GB", cat(sasl, []byte{'R', 0x7f, 0xff, 0xff, 0xff}, auth(authSASLContinue, "")), 0, true, true, errStartup, 0},
+		{"a length of 4 GB, past int32", cat(sasl, []byte{'R', 0xff, 0xff, 0xff, 0xff}, auth(authSASLContinue, "")), 0, true, true, errStartup, 0},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			for _, size := range sizes(len(c.stream)) {
@@ -167,12 +170,20 @@ func TestReader(t *testing.T) {
 					continue
 				}
 				var iterErr *IterationsError
-				if _, ok := c.err.(*IterationsError); ok {
+				var bound *BoundError
+				switch want := c.err.(type) {
+				case *IterationsError:
 					if !errors.As(err, &iterErr) || iterErr.Iterations != c.iterations {
 						t.Fatalf("reads of %d bytes: %v, want the refusal of %d iterations", size, err, c.iterations)
 					}
-				} else if !errors.Is(err, c.err) {
-					t.Fatalf("reads of %d bytes: %v, want %v", size, err, c.err)
+				case *BoundError:
+					if !errors.As(err, &bound) || *bound != *want {
+						t.Fatalf("reads of %d bytes: %v, want %v", size, err, want)
+					}
+				default:
+					if !errors.Is(err, c.err) {
+						t.Fatalf("reads of %d bytes: %v, want %v", size, err, c.err)
+					}
 				}
 				// The client never gets the whole challenge: it cannot compute it.
 				if end := challengeEnd(c.stream); len(got) >= end {
@@ -207,15 +218,14 @@ func TestBoundsOfOneConnection(t *testing.T) {
 		limits Limits
 	}{{"a remote task's", RemoteLimits(0)}, {"an owner's", Limits{}}} {
 		t.Run(c.name, func(t *testing.T) {
-			b := &bounds{Limits: c.limits}
-			b.MaxIterations = DefaultMaxIterations
+			b := newBounds(c.limits)
 			var refused []string
 			for i := 1; i <= MaxAttempts+1; i++ {
 				stream := trust
 				if i <= MaxLogins+1 {
 					stream = login
 				}
-				_, _, err := readThrough(newReader(&chunked{data: stream, size: len(stream)}, b))
+				_, _, err := readThrough(newReader(&chunked{data: stream, size: len(stream)}, nil, b))
 				var bound *BoundError
 				if errors.As(err, &bound) {
 					refused = append(refused, fmt.Sprintf("%d: %+v", i, *bound))
@@ -223,7 +233,7 @@ func TestBoundsOfOneConnection(t *testing.T) {
 					t.Fatalf("attempt %d: %v", i, err)
 				}
 			}
-			want := []string{fmt.Sprintf("%d: {Logins:true Max:%d}", MaxLogins+1, MaxLogins), fmt.Sprintf("%d: {Logins:false Max:%d}", MaxAttempts+1, MaxAttempts)}
+			want := []string{fmt.Sprintf("%d: {Bound:%d Max:%d}", MaxLogins+1, BoundLogins, MaxLogins), fmt.Sprintf("%d: {Bound:%d Max:%d}", MaxAttempts+1, BoundAttempts, MaxAttempts)}
 			if c.limits.MaxAttempts == 0 {
 				want = nil
 			}
