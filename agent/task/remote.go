@@ -21,9 +21,9 @@ const (
 	remoteConnectLimit   = 30 * time.Second
 )
 
-// remoteTimeoutGrace is how long past a remote task's timeout, at most, the agent waits for the
-// server's statement_timeout before it closes the connection itself (as long as the timeout when
-// that is shorter).
+// remoteTimeoutGrace is how long past twice a remote task's timeout the agent waits for the server
+// to end the input (its statement_timeout, which counts each statement of the input on its own)
+// before it closes the connection itself.
 const remoteTimeoutGrace = 5 * time.Second
 
 // errNoPassword is the refusal of a remote task of a role that is not a superuser whose string
@@ -199,19 +199,19 @@ func runRemote(ctx context.Context, connString string, trusted bool, maxIteratio
 		ms = 1
 	}
 	// The server's statement_timeout ends the input; the server being the task's choice, the agent
-	// closes the connection itself a grace after it.
+	// closes the connection itself some time after it.
 	var expired atomic.Bool
-	grace := min(timeout, remoteTimeoutGrace)
+	limit := 2*timeout + remoteTimeoutGrace
 	if timeout > 0 {
-		closer := time.AfterFunc(timeout+grace, func() {
+		closer := time.AfterFunc(limit, func() {
 			expired.Store(true)
 			conn.Conn().Close()
 		})
 		defer closer.Stop()
 	}
 	r := execute(ctx, conn, fmt.Sprintf("SET statement_timeout = %d", ms), input, "", func() {}, out) // another server: no proof
-	if expired.Load() {
-		text := AgentErrorText(fmt.Sprintf("the remote server did not end the task within its timeout of %s and %s more: the agent closed the connection", timeout, grace), input)
+	if expired.Load() && r.Broken {
+		text := AgentErrorText(fmt.Sprintf("the remote server did not end the task within %s (twice its timeout of %s, and %s): the agent closed the connection", limit, timeout, remoteTimeoutGrace), input)
 		r.Error, r.SQLState = &text, "57014"
 	}
 	return r

@@ -14,6 +14,7 @@ import (
 	"net"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgproto3"
@@ -33,7 +34,7 @@ const (
 	MaxLogins     = 4
 	RemoteStartup = 64 << 10 // bytes before the session is ready, all attempts together
 	MaxParameters = 256      // parameter names a server reports (pgx keeps each)
-	MaxParameter  = 8 << 10  // bytes of one parameter report
+	MaxParameter  = 32 << 10 // bytes of one parameter report (libpq takes 30,000)
 )
 
 // OwnerStartup is the most bytes the servers of an owner's connection may send before its session
@@ -80,9 +81,14 @@ func (e *IterationsError) Error() string {
 // least 1, or is longer than any server sends.
 var ErrBadChallenge = fmt.Errorf("the server's SCRAM challenge is not r=NONCE,s=SALT,i=COUNT (a count of 1 or more, at most %d bytes in all): the agent ended the login", maxChallenge)
 
-// ErrRefusedBefore refuses to connect again, within one connection, to a server refused before
-// (pgx would send it a cancel request, which it could hold open).
-var ErrRefusedBefore = errors.New("the agent refused this server before: it does not connect to it again")
+// ErrRefusedBefore refuses to connect again, within one connection, to a server whose attempt
+// broke off before its session was ready: refused by the watch, or ended by the server (pgx would
+// send it a cancel request, which carries no key yet and which the server could hold open).
+var ErrRefusedBefore = errors.New("the agent does not connect again to a server whose attempt broke off before the session was ready")
+
+// cancelWait bounds a connection to a server whose session was ready, within one connection: a
+// cancel request, which a PostgreSQL server answers by closing at once.
+const cancelWait = time.Second
 
 // Bound names a bound of Limits.
 type Bound int
@@ -145,9 +151,18 @@ type bounds struct {
 	addresses, attempts, logins atomic.Int32
 	startup                     atomic.Int64 // bytes before the session was ready
 
-	mu      sync.Mutex
-	refused map[string]bool // the addresses of the servers refused
+	mu     sync.Mutex
+	states map[string]attemptState // by the address of each TCP server attempted
 }
+
+// attemptState is where the latest attempt to a server stands.
+type attemptState int
+
+const (
+	attempting attemptState = iota // not ready yet, or broken off: refused by the watch, or ended
+	declined                       // the server refused the session (ErrorResponse)
+	readied                        // the session was ready
+)
 
 // newBounds returns the bounds of a connection within limits, their defaults filled in.
 func newBounds(limits Limits) *bounds {
@@ -160,26 +175,51 @@ func newBounds(limits Limits) *bounds {
 	return &bounds{Limits: limits}
 }
 
-func (b *bounds) refuse(addr string) {
+// mark notes where the latest attempt to addr stands.
+func (b *bounds) mark(addr string, s attemptState) {
+	if addr == "" {
+		return
+	}
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	if b.refused == nil {
-		b.refused = map[string]bool{}
+	if b.states == nil {
+		b.states = map[string]attemptState{}
 	}
-	b.refused[addr] = true
+	b.states[addr] = s
 }
 
-func (b *bounds) wasRefused(addr string) bool {
+// state returns where the latest attempt to addr stands, and whether there was one.
+func (b *bounds) state(addr string) (attemptState, bool) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	return b.refused[addr]
+	s, ok := b.states[addr]
+	return s, ok
+}
+
+// dial dials addr with dial, unless the latest attempt to it broke off; a server whose session was
+// ready is given cancelWait (a cancel request).
+func (b *bounds) dial(ctx context.Context, dial pgconn.DialFunc, network, addr string) (net.Conn, error) {
+	s, seen := b.state(addr)
+	switch {
+	case !seen || s == declined:
+		return dial(ctx, network, addr)
+	case s == attempting:
+		return nil, ErrRefusedBefore
+	}
+	conn, err := dial(ctx, network, addr)
+	if err == nil {
+		err = conn.SetDeadline(time.Now().Add(cancelWait))
+	}
+	return conn, err
 }
 
 // Watch makes the client read each attempt of cfg's connection through a Reader within limits.
 // It wraps what the frontend reads, not the network connection, which pgx keeps as it is (a TLS
 // connection's certificate is what SCRAM-SHA-256-PLUS binds to, and the look at an idle session
-// reads its socket); a refusal closes that connection at once, and the server refused is not
-// dialled again by this connection (the cancel request pgx sends after a failed read). A cfg
+// reads its socket); a refusal closes that connection at once. A server whose attempt broke off
+// before the session was ready is not dialled again by this connection (pgx's cancel request
+// after a failed read), and a connection to a server whose session was ready, a cancel request,
+// lasts cancelWait at most. A cfg
 // watched is for one connection: connect again with a new one. Watch returns the Reader of the
 // latest attempt, nil before any (ValidateConnect runs on the connecting goroutine).
 func Watch(cfg *pgconn.Config, limits Limits) (latest func() *Reader) {
@@ -208,10 +248,7 @@ func Watch(cfg *pgconn.Config, limits Limits) (latest func() *Reader) {
 		dial = (&net.Dialer{}).DialContext
 	}
 	cfg.DialFunc = func(ctx context.Context, network, addr string) (net.Conn, error) {
-		if b.wasRefused(addr) {
-			return nil, ErrRefusedBefore
-		}
-		return dial(ctx, network, addr)
+		return b.dial(ctx, dial, network, addr)
 	}
 	var last atomic.Pointer[Reader]
 	build := cfg.BuildFrontend

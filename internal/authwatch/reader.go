@@ -25,6 +25,8 @@ const (
 type Reader struct {
 	r             io.Reader
 	conn          net.Conn // closed on a refusal; nil when unknown
+	addr          string   // the server's TCP address, "" when not one
+	closed        bool     // by a refusal
 	bounds        *bounds
 	passwordAsked bool            // before the server accepted the session
 	accepted      bool            // the server sent AuthenticationOk
@@ -43,6 +45,12 @@ type Reader struct {
 // its first read.
 func newReader(r io.Reader, conn net.Conn, b *bounds) *Reader {
 	watched := &Reader{r: r, conn: conn, bounds: b}
+	if conn != nil {
+		if addr := conn.RemoteAddr(); addr != nil && addr.Network() == "tcp" {
+			watched.addr = addr.String()
+		}
+	}
+	b.mark(watched.addr, attempting)
 	if b.MaxAttempts > 0 && int(b.attempts.Add(1)) > b.MaxAttempts {
 		watched.err = &BoundError{Bound: BoundAttempts, Max: b.MaxAttempts}
 	}
@@ -55,6 +63,7 @@ func (c *Reader) PasswordAsked() bool { return c.passwordAsked }
 
 func (c *Reader) Read(p []byte) (int, error) {
 	if c.err != nil {
+		c.refuse(c.err) // an attempt past the bound, at its first read
 		return 0, c.err
 	}
 	n, err := c.r.Read(p)
@@ -68,16 +77,14 @@ func (c *Reader) Read(p []byte) (int, error) {
 	return n, err
 }
 
-// refuse ends the reading with err: the connection is closed, and its server not dialled again.
+// refuse ends the reading with err and closes the connection; the attempt stays broken off, so
+// its server is not dialled again by this connection.
 func (c *Reader) refuse(err error) {
 	c.err = err
-	if c.conn == nil {
-		return
+	if c.conn != nil && !c.closed {
+		c.closed = true
+		c.conn.Close()
 	}
-	if addr := c.conn.RemoteAddr(); addr != nil && addr.Network() == "tcp" {
-		c.bounds.refuse(addr.String())
-	}
-	c.conn.Close()
 }
 
 // watch reads b, the next bytes from the server, and returns the refusal of what they hold.
@@ -158,6 +165,11 @@ func (c *Reader) end() error {
 		if !c.ready {
 			c.ready = true
 			c.stopped = !c.bounds.Session || c.header[0] == 'E'
+			state := readied
+			if c.header[0] == 'E' {
+				state = declined
+			}
+			c.bounds.mark(c.addr, state)
 		}
 	case 'S':
 		if !c.bounds.Session {

@@ -7,6 +7,7 @@ import (
 	"net"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/jackc/pgx/v5/pgconn"
 )
@@ -72,38 +73,64 @@ func TestStartupOfAllAttempts(t *testing.T) {
 	}
 }
 
-// tcpConn is a net.Conn of a TCP address that records its closing.
+// tcpConn is a net.Conn of a TCP address that records its closing and its deadline.
 type tcpConn struct {
 	net.Conn
-	addr   *net.TCPAddr
-	closed bool
+	addr     *net.TCPAddr
+	closed   bool
+	deadline time.Time
 }
 
-func (c *tcpConn) RemoteAddr() net.Addr { return c.addr }
-func (c *tcpConn) Close() error         { c.closed = true; return nil }
+func (c *tcpConn) RemoteAddr() net.Addr          { return c.addr }
+func (c *tcpConn) Close() error                  { c.closed = true; return nil }
+func (c *tcpConn) SetDeadline(t time.Time) error { c.deadline = t; return nil }
 
-// TestRefusalClosesAndIsNotDialledAgain: a refusal closes the connection at once, and the server
-// is not dialled again by the same connection, so pgx's cancel request after the failed read
-// holds nothing open on it (the second README-only attack: 16 such requests per task, each open
-// up to 15 s, exhausted the agent's file descriptors); another server still is.
-func TestRefusalClosesAndIsNotDialledAgain(t *testing.T) {
-	dialled := []string{}
-	cfg := &pgconn.Config{DialFunc: func(_ context.Context, _, addr string) (net.Conn, error) {
-		dialled = append(dialled, addr)
-		return nil, errors.New("not really")
-	}}
-	Watch(cfg, RemoteLimits(0))
-	conn := &tcpConn{addr: &net.TCPAddr{IP: net.IPv4(192, 0, 2, 1), Port: 5432}}
-	f := cfg.BuildFrontend(&chunked{data: cat(sasl, challenge("99999")), size: 100}, conn)
-	_, _ = f.Receive()
-	if _, err := f.Receive(); !Refused(err) || !conn.closed {
-		t.Fatalf("the challenge: %v, closed %v; want refused and closed", err, conn.closed)
-	}
-	if _, err := cfg.DialFunc(context.Background(), "tcp", "192.0.2.1:5432"); !errors.Is(err, ErrRefusedBefore) {
-		t.Fatalf("dialling the refused server again: %v, want %v", err, ErrRefusedBefore)
-	}
-	_, _ = cfg.DialFunc(context.Background(), "tcp", "192.0.2.2:5432")
-	if len(dialled) != 1 || dialled[0] != "192.0.2.2:5432" {
-		t.Fatalf("dialled %v, want only the other server", dialled)
+// TestRedialOfOneConnection: a refusal closes the connection at once; a server whose attempt broke
+// off before its session was ready (refused, or ended by the server) is not dialled again by the
+// same connection, so pgx's cancel request after the failed read holds nothing open on it (the
+// second README-only attack: 16 such requests per task, each open up to 15 s, exhausted the
+// agent's file descriptors). A server that refused the session itself is tried again (the next
+// attempt), and one whose session was ready is dialled for at most cancelWait (a cancel request).
+func TestRedialOfOneConnection(t *testing.T) {
+	for _, c := range []struct {
+		name     string
+		stream   []byte
+		refused  bool  // by the watch
+		redial   error // nil: dialled
+		deadline bool  // the redial's
+	}{
+		{"refused by the watch", cat(sasl, challenge("99999")), true, ErrRefusedBefore, false},
+		{"ended by the server", cat(sasl), false, ErrRefusedBefore, false},
+		{"declined by the server", cat(refusal), false, nil, false},
+		{"ready", cat(ok, ready), false, nil, true},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			var dialled []*tcpConn
+			cfg := &pgconn.Config{DialFunc: func(_ context.Context, _, addr string) (net.Conn, error) {
+				conn := &tcpConn{}
+				dialled = append(dialled, conn)
+				return conn, nil
+			}}
+			Watch(cfg, RemoteLimits(0))
+			conn := &tcpConn{addr: &net.TCPAddr{IP: net.IPv4(192, 0, 2, 1), Port: 5432}}
+			f := cfg.BuildFrontend(&chunked{data: c.stream, size: 100}, conn)
+			var err error
+			for err == nil {
+				_, err = f.Receive()
+			}
+			if Refused(err) != c.refused || conn.closed != c.refused {
+				t.Fatalf("the attempt: %v, closed %v; want refused and closed %v", err, conn.closed, c.refused)
+			}
+			redial, err := cfg.DialFunc(context.Background(), "tcp", "192.0.2.1:5432")
+			if !errors.Is(err, c.redial) || (err == nil) != (len(dialled) == 1) {
+				t.Fatalf("dialling the server again: %v, %d dialled; want %v", err, len(dialled), c.redial)
+			}
+			if err == nil && redial.(*tcpConn).deadline.IsZero() == c.deadline {
+				t.Fatalf("the redial's deadline %v, want one %v", redial.(*tcpConn).deadline, c.deadline)
+			}
+			if _, err := cfg.DialFunc(context.Background(), "tcp", "192.0.2.2:5432"); err != nil || dialled[len(dialled)-1].deadline != (time.Time{}) {
+				t.Fatalf("dialling another server: %v", err)
+			}
+		})
 	}
 }
