@@ -76,6 +76,20 @@ func remoteConfig(connString string, trusted bool, maxIterations int) (*pgconn.C
 	}
 	cfg.MaxProtocolMessageBodyLen = sessions.MaxMessage // also for target_session_attrs' query
 	watched := authwatch.Watch(cfg, authwatch.RemoteLimits(maxIterations))
+	targetAttrs := cfg.ValidateConnect // target_session_attrs, if the string gives them
+	cfg.ValidateConnect = func(ctx context.Context, pc *pgconn.PgConn) error {
+		c := watched()
+		if !trusted && (c == nil || !c.PasswordAsked()) {
+			return errPasswordNotAsked
+		}
+		if err := validate(ctx, targetAttrs, pc); err != nil {
+			return err
+		}
+		if c != nil {
+			c.Connected()
+		}
+		return nil
+	}
 	if trusted {
 		return cfg, nil
 	}
@@ -92,17 +106,22 @@ func remoteConfig(connString string, trusted bool, maxIterations int) (*pgconn.C
 			f.TLSConfig.Certificates, f.TLSConfig.GetClientCertificate = nil, nil
 		}
 	}
-	targetAttrs := cfg.ValidateConnect // target_session_attrs, if the string gives them
-	cfg.ValidateConnect = func(ctx context.Context, pc *pgconn.PgConn) error {
-		if c := watched(); c == nil || !c.PasswordAsked() {
-			return errPasswordNotAsked
-		}
-		if targetAttrs != nil {
-			return targetAttrs(ctx, pc)
-		}
+	return cfg, nil
+}
+
+// validate runs pgx's check of target_session_attrs, if any, on a remote server's session; its
+// answer counts within the bound of bytes before the session is connected. A panic of the check
+// on an answer it cannot read (no row) is its error.
+func validate(ctx context.Context, targetAttrs pgconn.ValidateConnectFunc, pc *pgconn.PgConn) (err error) {
+	if targetAttrs == nil {
 		return nil
 	}
-	return cfg, nil
+	defer func() {
+		if p := recover(); p != nil {
+			err = fmt.Errorf("the remote server's answer to the check of target_session_attrs cannot be read: %v", p)
+		}
+	}()
+	return targetAttrs(ctx, pc)
 }
 
 // connKeys returns the keys and values a libpq connection string gives itself, in either form
@@ -192,6 +211,7 @@ func runRemote(ctx context.Context, connString string, trusted bool, maxIteratio
 		text := AgentErrorText(fmt.Sprintf("could not connect to the remote server: %v", err), input)
 		return Result{Error: &text, SQLState: code}
 	}
+	defer conn.Conn().Close() // last: pgx's close after a broken read would wait 15 s for the server
 	defer conn.Close(context.Background())
 	started(conn.PID())
 	ms := timeout.Milliseconds()

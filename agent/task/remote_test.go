@@ -60,6 +60,11 @@ func fakeServer(t *testing.T, serve func(c net.Conn)) int {
 // cancelRequestCode opens a CancelRequest, in place of a startup message's protocol version.
 const cancelRequestCode = 80877102
 
+// runFakeString runs a remote task with the connection string conn.
+func runFakeString(conn string) Result {
+	return runRemote(context.Background(), conn, false, 0, 0, "SELECT 1", NewOutput(sqlschema.TaskFormat{Delimiter: "\t", Null: `\N`}), func(uint32) {})
+}
+
 // runFakeBounded runs a remote task on the fake server at port, with a bound of SCRAM iterations.
 func runFakeBounded(port, maxIterations int) Result {
 	conn := fmt.Sprintf("host=127.0.0.1 port=%d user=x password=y sslmode=disable", port)
@@ -226,13 +231,21 @@ func TestRemoteConnectionBounds(t *testing.T) {
 	}
 }
 
-// acceptLogin lets the client in with its password, answers its SET and reads its input's query.
-func acceptLogin(conn net.Conn) error {
+// login lets the client in with its password.
+func login(conn net.Conn) error {
 	_, _ = conn.Write(authRequest(3, "")) // cleartext: the password asked
 	if _, err := readMessage(conn, 'p'); err != nil {
 		return err
 	}
-	_, _ = conn.Write(cat(authRequest(0, ""), message('K', make([]byte, 8)), message('Z', []byte("I"))))
+	_, err := conn.Write(cat(authRequest(0, ""), message('K', make([]byte, 8)), message('Z', []byte("I"))))
+	return err
+}
+
+// acceptLogin lets the client in with its password, answers its SET and reads its input's query.
+func acceptLogin(conn net.Conn) error {
+	if err := login(conn); err != nil {
+		return err
+	}
 	if _, err := readMessage(conn, 'Q'); err != nil { // SET statement_timeout
 		return err
 	}
@@ -289,6 +302,49 @@ func TestRemoteSessionBounds(t *testing.T) {
 			case <-time.After(20 * time.Second):
 				t.Fatal("the task still runs after 20 s")
 			}
+			if r.Error == nil || !strings.Contains(*r.Error, c.want) {
+				t.Fatalf("error %v, want one with %q", deref(r.Error), c.want)
+			}
+		})
+	}
+}
+
+// TestRemoteSessionAttrsCheck: the answer to pgx's check of target_session_attrs, which pgx keeps
+// whole, counts within the bound of bytes before the session is connected, and an answer the check
+// cannot read is its error, not a panic (the third README-only attack: endless rows took the agent
+// to 3.8 GB in 10 s; an answer without a row panicked and leaked the connection).
+func TestRemoteSessionAttrsCheck(t *testing.T) {
+	t.Parallel()
+	row := message('D', append([]byte{0, 1, 0, 0, 0x40, 0}, make([]byte, 0x4000)...)) // one column of 16 KiB
+	for _, c := range []struct {
+		name, want string
+		answer     func(net.Conn)
+	}{
+		{"endless rows", "more than 65536 bytes before the session was ready and checked", func(conn net.Conn) {
+			_, _ = conn.Write(message('T', append([]byte{0, 1}, append([]byte("transaction_read_only\x00"), make([]byte, 18)...)...)))
+			for {
+				if _, err := conn.Write(row); err != nil {
+					return
+				}
+			}
+		}},
+		{"no row", "answer to the check of target_session_attrs cannot be read", func(conn net.Conn) {
+			_, _ = conn.Write(cat(message('C', []byte("SHOW\x00")), message('Z', []byte("I"))))
+			_, _ = readMessage(conn, 'Q')
+		}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			t.Parallel()
+			port := fakeServer(t, func(conn net.Conn) {
+				if login(conn) != nil {
+					return
+				}
+				if _, err := readMessage(conn, 'Q'); err == nil { // show transaction_read_only
+					c.answer(conn)
+				}
+			})
+			conn := fmt.Sprintf("host=127.0.0.1 port=%d user=x password=y sslmode=disable target_session_attrs=read-write", port)
+			r := runFakeString(conn)
 			if r.Error == nil || !strings.Contains(*r.Error, c.want) {
 				t.Fatalf("error %v, want one with %q", deref(r.Error), c.want)
 			}

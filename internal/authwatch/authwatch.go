@@ -55,7 +55,9 @@ type Limits struct {
 	// together; 0 means OwnerStartup.
 	MaxStartup int
 	// Session keeps the watch for the session's life: the parameters the server reports, which
-	// pgx keeps all of, are bounded to MaxParameters names of MaxParameter bytes each.
+	// pgx keeps all of, are bounded to MaxParameters names of MaxParameter bytes each; and the
+	// bytes of the startup are counted until the session is connected (Reader.Connected), so
+	// that they include the answers to ValidateConnect's queries, which pgx keeps too.
 	Session bool
 }
 
@@ -112,7 +114,7 @@ func (e *BoundError) Error() string {
 	case BoundLogins:
 		return fmt.Sprintf("the connection asked for more than %d SCRAM logins (one per server tried): the agent computed no more", e.Max)
 	case BoundStartup:
-		return fmt.Sprintf("the servers sent more than %d bytes before the session was ready: the agent ended the connection", e.Max)
+		return fmt.Sprintf("the servers sent more than %d bytes before the session was ready and checked: the agent ended the connection", e.Max)
 	case BoundParameters:
 		return fmt.Sprintf("the server reported more than %d parameters (ParameterStatus): the agent ended the connection", e.Max)
 	case BoundParameter:
@@ -149,7 +151,8 @@ func Refused(err error) bool { return SQLState(err) != "" }
 type bounds struct {
 	Limits
 	addresses, attempts, logins atomic.Int32
-	startup                     atomic.Int64 // bytes before the session was ready
+	startup                     atomic.Int64 // bytes before the session was ready, or connected
+	connected                   atomic.Bool  // Reader.Connected: the caller's checks passed
 
 	mu     sync.Mutex
 	states map[string]attemptState // by the address of each TCP server attempted

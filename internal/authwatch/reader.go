@@ -57,6 +57,10 @@ func newReader(r io.Reader, conn net.Conn, b *bounds) *Reader {
 	return watched
 }
 
+// Connected tells the watch, with Limits.Session, that the session is connected: the checks of
+// the caller's ValidateConnect passed, and the bytes read no longer count as the startup's.
+func (c *Reader) Connected() { c.bounds.connected.Store(true) }
+
 // PasswordAsked reports whether the server asked for a password (cleartext, MD5 or SCRAM) before
 // it accepted the session.
 func (c *Reader) PasswordAsked() bool { return c.passwordAsked }
@@ -122,9 +126,14 @@ func (c *Reader) watch(b []byte) error {
 
 // count counts n bytes of the startup.
 func (c *Reader) count(n int) {
-	if !c.ready {
+	if c.starting() {
 		c.bounds.startup.Add(int64(n))
 	}
+}
+
+// starting reports whether the session is not ready yet, or with Limits.Session not connected.
+func (c *Reader) starting() bool {
+	return !c.ready || c.bounds.Session && !c.bounds.connected.Load()
 }
 
 // kept returns how many bytes of the body of the message being read are kept to be looked at:
@@ -148,7 +157,7 @@ func (c *Reader) begin() error {
 		return nil
 	}
 	size := int64(length) - 4
-	if !c.ready && size > int64(c.bounds.MaxStartup)-c.bounds.startup.Load() {
+	if c.starting() && size > int64(c.bounds.MaxStartup)-c.bounds.startup.Load() {
 		return &BoundError{Bound: BoundStartup, Max: c.bounds.MaxStartup}
 	}
 	if c.header[0] == 'S' && c.bounds.Session && size > MaxParameter {
