@@ -82,13 +82,12 @@ func remoteConfig(connString string, trusted bool, maxIterations int) (*pgconn.C
 		if !trusted && (c == nil || !c.PasswordAsked()) {
 			return errPasswordNotAsked
 		}
-		if err := validate(ctx, targetAttrs, pc); err != nil {
-			return err
+		err := validate(ctx, targetAttrs, pc)
+		var notPreferred *pgconn.NotPreferredError
+		if c != nil && (err == nil || errors.As(err, &notPreferred)) {
+			c.Connected() // pgx may keep a session not preferred, when no other is found
 		}
-		if c != nil {
-			c.Connected()
-		}
-		return nil
+		return err // as it is: pgx tells a NotPreferredError by its type
 	}
 	if trusted {
 		return cfg, nil

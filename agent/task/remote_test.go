@@ -351,3 +351,43 @@ func TestRemoteSessionAttrsCheck(t *testing.T) {
 		})
 	}
 }
+
+// TestRemotePreferStandbyKeepsItsSession: with target_session_attrs=prefer-standby and no standby,
+// pgx connects again to the server it found not preferred and keeps that session; it is connected
+// all the same, and its answers no longer count within the startup's 64 KiB (the fourth code
+// review: a result of 100 KiB failed).
+func TestRemotePreferStandbyKeepsItsSession(t *testing.T) {
+	t.Parallel()
+	column := append([]byte("c\x00"), make([]byte, 18)...)
+	answer := func(value []byte) []byte {
+		row := append(binary.BigEndian.AppendUint32([]byte{0, 1}, uint32(len(value))), value...)
+		return cat(message('T', append([]byte{0, 1}, column...)), message('D', row), message('C', []byte("SELECT 1\x00")), message('Z', []byte("I")))
+	}
+	big := bytes.Repeat([]byte("x"), 100<<10)
+	port := fakeServer(t, func(conn net.Conn) {
+		if login(conn) != nil {
+			return
+		}
+		for {
+			q, err := readMessage(conn, 'Q')
+			if err != nil {
+				return
+			}
+			switch {
+			case bytes.Contains(q, []byte("pg_is_in_recovery")):
+				_, err = conn.Write(answer([]byte("f")))
+			case bytes.HasPrefix(q, []byte("SET")):
+				_, err = conn.Write(cat(message('C', []byte("SET\x00")), message('Z', []byte("I"))))
+			default:
+				_, err = conn.Write(answer(big))
+			}
+			if err != nil {
+				return
+			}
+		}
+	})
+	r := runFakeString(fmt.Sprintf("host=127.0.0.1 port=%d user=x password=y sslmode=disable target_session_attrs=prefer-standby", port))
+	if r.Error != nil || r.Output == nil || len(*r.Output) < len(big) {
+		t.Fatalf("error %v, output %v; want the result of %d bytes", deref(r.Error), r.Output != nil, len(big))
+	}
+}

@@ -57,7 +57,10 @@ type Limits struct {
 	// Session keeps the watch for the session's life: the parameters the server reports, which
 	// pgx keeps all of, are bounded to MaxParameters names of MaxParameter bytes each; and the
 	// bytes of the startup are counted until the session is connected (Reader.Connected), so
-	// that they include the answers to ValidateConnect's queries, which pgx keeps too.
+	// that they include the answers to ValidateConnect's queries, which pgx keeps too. With
+	// MaxAttempts, a TCP server whose attempt broke off before its session was ready is not
+	// dialled again by the connection, and a cancel request to one whose session was ready gets
+	// cancelWait (a unix socket, a server of the agent's own host, is dialled as pgx asks).
 	Session bool
 }
 
@@ -152,7 +155,6 @@ type bounds struct {
 	Limits
 	addresses, attempts, logins atomic.Int32
 	startup                     atomic.Int64 // bytes before the session was ready, or connected
-	connected                   atomic.Bool  // Reader.Connected: the caller's checks passed
 
 	mu     sync.Mutex
 	states map[string]attemptState // by the address of each TCP server attempted
@@ -219,10 +221,10 @@ func (b *bounds) dial(ctx context.Context, dial pgconn.DialFunc, network, addr s
 // Watch makes the client read each attempt of cfg's connection through a Reader within limits.
 // It wraps what the frontend reads, not the network connection, which pgx keeps as it is (a TLS
 // connection's certificate is what SCRAM-SHA-256-PLUS binds to, and the look at an idle session
-// reads its socket); a refusal closes that connection at once. A server whose attempt broke off
-// before the session was ready is not dialled again by this connection (pgx's cancel request
-// after a failed read), and a connection to a server whose session was ready, a cancel request,
-// lasts cancelWait at most. A cfg
+// reads its socket); a refusal closes that connection at once. With limits.MaxAttempts, a server
+// whose attempt broke off is not dialled again by this connection (pgx's cancel request after a
+// failed read), and a cancel request to a server whose session was ready lasts cancelWait at
+// most. A cfg
 // watched is for one connection: connect again with a new one. Watch returns the Reader of the
 // latest attempt, nil before any (ValidateConnect runs on the connecting goroutine).
 func Watch(cfg *pgconn.Config, limits Limits) (latest func() *Reader) {
@@ -246,12 +248,14 @@ func Watch(cfg *pgconn.Config, limits Limits) (latest func() *Reader) {
 			return addrs, nil
 		}
 	}
-	dial := cfg.DialFunc
-	if dial == nil {
-		dial = (&net.Dialer{}).DialContext
-	}
-	cfg.DialFunc = func(ctx context.Context, network, addr string) (net.Conn, error) {
-		return b.dial(ctx, dial, network, addr)
+	if limits.MaxAttempts > 0 {
+		dial := cfg.DialFunc
+		if dial == nil {
+			dial = (&net.Dialer{}).DialContext
+		}
+		cfg.DialFunc = func(ctx context.Context, network, addr string) (net.Conn, error) {
+			return b.dial(ctx, dial, network, addr)
+		}
 	}
 	var last atomic.Pointer[Reader]
 	build := cfg.BuildFrontend
@@ -260,6 +264,9 @@ func Watch(cfg *pgconn.Config, limits Limits) (latest func() *Reader) {
 	}
 	cfg.BuildFrontend = func(r io.Reader, w io.Writer) *pgproto3.Frontend {
 		conn, _ := w.(net.Conn) // pgx writes to the connection itself
+		if conn != nil && limits.MaxAttempts > 0 {
+			conn.SetDeadline(time.Time{}) // an attempt, not a cancel request: no cancelWait
+		}
 		watched := newReader(r, conn, b)
 		last.Store(watched)
 		return build(watched, w)

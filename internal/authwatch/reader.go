@@ -6,6 +6,7 @@ import (
 	"io"
 	"net"
 	"strconv"
+	"sync/atomic"
 )
 
 // The authentication request codes of an AuthenticationRequest ('R') message.
@@ -27,6 +28,8 @@ type Reader struct {
 	conn          net.Conn // closed on a refusal; nil when unknown
 	addr          string   // the server's TCP address, "" when not one
 	closed        bool     // by a refusal
+	read          bool     // the first Read came: the attempt is marked attempting
+	connected     atomic.Bool
 	bounds        *bounds
 	passwordAsked bool            // before the server accepted the session
 	accepted      bool            // the server sent AuthenticationOk
@@ -50,7 +53,6 @@ func newReader(r io.Reader, conn net.Conn, b *bounds) *Reader {
 			watched.addr = addr.String()
 		}
 	}
-	b.mark(watched.addr, attempting)
 	if b.MaxAttempts > 0 && int(b.attempts.Add(1)) > b.MaxAttempts {
 		watched.err = &BoundError{Bound: BoundAttempts, Max: b.MaxAttempts}
 	}
@@ -59,13 +61,17 @@ func newReader(r io.Reader, conn net.Conn, b *bounds) *Reader {
 
 // Connected tells the watch, with Limits.Session, that the session is connected: the checks of
 // the caller's ValidateConnect passed, and the bytes read no longer count as the startup's.
-func (c *Reader) Connected() { c.bounds.connected.Store(true) }
+func (c *Reader) Connected() { c.connected.Store(true) }
 
 // PasswordAsked reports whether the server asked for a password (cleartext, MD5 or SCRAM) before
 // it accepted the session.
 func (c *Reader) PasswordAsked() bool { return c.passwordAsked }
 
 func (c *Reader) Read(p []byte) (int, error) {
+	if !c.read { // past a TLS handshake, which pgx retries without TLS when it fails
+		c.read = true
+		c.bounds.mark(c.addr, attempting)
+	}
 	if c.err != nil {
 		c.refuse(c.err) // an attempt past the bound, at its first read
 		return 0, c.err
@@ -85,6 +91,7 @@ func (c *Reader) Read(p []byte) (int, error) {
 // its server is not dialled again by this connection.
 func (c *Reader) refuse(err error) {
 	c.err = err
+	c.bounds.mark(c.addr, attempting) // also past ready: no cancel request to it
 	if c.conn != nil && !c.closed {
 		c.closed = true
 		c.conn.Close()
@@ -133,7 +140,7 @@ func (c *Reader) count(n int) {
 
 // starting reports whether the session is not ready yet, or with Limits.Session not connected.
 func (c *Reader) starting() bool {
-	return !c.ready || c.bounds.Session && !c.bounds.connected.Load()
+	return !c.ready || c.bounds.Session && !c.connected.Load()
 }
 
 // kept returns how many bytes of the body of the message being read are kept to be looked at:

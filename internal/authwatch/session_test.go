@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/jackc/pgx/v5/pgproto3"
 )
 
 // parameter returns a ParameterStatus message of name and value.
@@ -132,5 +133,47 @@ func TestRedialOfOneConnection(t *testing.T) {
 				t.Fatalf("dialling another server: %v", err)
 			}
 		})
+	}
+}
+
+// TestRedialThatIsAnAttempt: a redial that pgx makes an attempt, not a cancel request, is not
+// bounded to cancelWait (prefer-standby connects again to the server whose session it found not
+// preferred); an attempt whose TLS handshake failed before any read is tried again without TLS;
+// an owner's connection dials as pgx asks (the fourth code review).
+func TestRedialThatIsAnAttempt(t *testing.T) {
+	addr := &net.TCPAddr{IP: net.IPv4(192, 0, 2, 1), Port: 5432}
+	newCfg := func(limits Limits) *pgconn.Config {
+		cfg := &pgconn.Config{DialFunc: func(context.Context, string, string) (net.Conn, error) {
+			return &tcpConn{addr: addr}, nil
+		}}
+		Watch(cfg, limits)
+		return cfg
+	}
+	receiveAll := func(f interface {
+		Receive() (pgproto3.BackendMessage, error)
+	}) { for _, err := f.Receive(); err == nil; _, err = f.Receive() {
+	} }
+
+	cfg := newCfg(RemoteLimits(0))
+	receiveAll(cfg.BuildFrontend(&chunked{data: cat(ok, ready), size: 100}, &tcpConn{addr: addr}))
+	again, err := cfg.DialFunc(context.Background(), "tcp", addr.String())
+	if err != nil || again.(*tcpConn).deadline.IsZero() {
+		t.Fatalf("the redial of a server whose session was ready: %v, deadline %v; want cancelWait", err, again.(*tcpConn).deadline)
+	}
+	cfg.BuildFrontend(&chunked{}, again)
+	if !again.(*tcpConn).deadline.IsZero() {
+		t.Fatal("the redial made an attempt kept its deadline of a cancel request")
+	}
+
+	cfg = newCfg(RemoteLimits(0))
+	cfg.BuildFrontend(&chunked{}, &tcpConn{addr: addr}) // its TLS handshake failed: never read
+	if _, err := cfg.DialFunc(context.Background(), "tcp", addr.String()); err != nil {
+		t.Fatalf("the attempt without TLS after a failed handshake: %v", err)
+	}
+
+	cfg = newCfg(Limits{})
+	receiveAll(cfg.BuildFrontend(&chunked{data: sasl, size: 100}, &tcpConn{addr: addr}))
+	if conn, err := cfg.DialFunc(context.Background(), "tcp", addr.String()); err != nil || !conn.(*tcpConn).deadline.IsZero() {
+		t.Fatalf("an owner's redial after a broken attempt: %v; want dialled as pgx asks", err)
 	}
 }
