@@ -22,8 +22,20 @@ const (
 	kindDatabase                        // ID=host|port|database|loglevel|user|notification[|recipient]
 )
 
-// settingNames names the settings that may appear once, in errors.
-var settingNames = map[lineKind]string{kindSystem: "system", kindMaster: "master", kindSessions: "sessions", kindScramIterations: "scram_iterations"}
+// settingName names a setting that may appear once, for errors.
+func (k lineKind) settingName() string {
+	switch k {
+	case kindSystem:
+		return "system"
+	case kindMaster:
+		return "master"
+	case kindSessions:
+		return "sessions"
+	case kindScramIterations:
+		return "scram_iterations"
+	}
+	return "database"
+}
 
 // line is one line of the file, with what it sets.
 type line struct {
@@ -106,7 +118,7 @@ func Parse(path string, data []byte) (*File, error) {
 		switch l.kind {
 		case kindSystem, kindMaster, kindSessions, kindScramIterations:
 			if first, ok := settingLines[l.kind]; ok {
-				return nil, &ParseError{Path: path, Line: n, Err: fmt.Errorf("duplicate %s setting (first on line %d)", settingNames[l.kind], first)}
+				return nil, &ParseError{Path: path, Line: n, Err: fmt.Errorf("duplicate %s setting (first on line %d)", l.kind.settingName(), first)}
 			}
 			settingLines[l.kind] = n
 		case kindDatabase:
