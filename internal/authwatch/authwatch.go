@@ -156,8 +156,9 @@ type bounds struct {
 	addresses, attempts, logins atomic.Int32
 	startup                     atomic.Int64 // bytes before the session was ready, or connected
 
-	mu     sync.Mutex
-	states map[string]attemptState // by the address of each TCP server attempted
+	mu      sync.Mutex
+	states  map[string]attemptState // by the address of each TCP server attempted
+	cancels map[string]bool         // the local addresses of the redials given cancelWait
 }
 
 // attemptState is where the latest attempt to a server stands.
@@ -215,7 +216,26 @@ func (b *bounds) dial(ctx context.Context, dial pgconn.DialFunc, network, addr s
 	if err == nil {
 		err = conn.SetDeadline(time.Now().Add(cancelWait))
 	}
+	if err == nil {
+		b.mu.Lock()
+		defer b.mu.Unlock()
+		if b.cancels == nil {
+			b.cancels = map[string]bool{}
+		}
+		b.cancels[conn.LocalAddr().String()] = true
+	}
 	return conn, err
+}
+
+// madeAttempt reports whether conn was dialled as a cancel request (given cancelWait), which pgx
+// now makes an attempt.
+func (b *bounds) madeAttempt(conn net.Conn) bool {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	local := conn.LocalAddr().String()
+	was := b.cancels[local]
+	delete(b.cancels, local)
+	return was
 }
 
 // Watch makes the client read each attempt of cfg's connection through a Reader within limits.
@@ -264,7 +284,7 @@ func Watch(cfg *pgconn.Config, limits Limits) (latest func() *Reader) {
 	}
 	cfg.BuildFrontend = func(r io.Reader, w io.Writer) *pgproto3.Frontend {
 		conn, _ := w.(net.Conn) // pgx writes to the connection itself
-		if conn != nil && limits.MaxAttempts > 0 {
+		if conn != nil && limits.MaxAttempts > 0 && b.madeAttempt(conn) {
 			conn.SetDeadline(time.Time{}) // an attempt, not a cancel request: no cancelWait
 		}
 		watched := newReader(r, conn, b)

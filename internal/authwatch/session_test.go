@@ -82,6 +82,7 @@ type tcpConn struct {
 	deadline time.Time
 }
 
+func (c *tcpConn) LocalAddr() net.Addr           { return &net.TCPAddr{IP: net.IPv4(127, 0, 0, 1), Port: 40000} }
 func (c *tcpConn) RemoteAddr() net.Addr          { return c.addr }
 func (c *tcpConn) Close() error                  { c.closed = true; return nil }
 func (c *tcpConn) SetDeadline(t time.Time) error { c.deadline = t; return nil }
@@ -151,8 +152,10 @@ func TestRedialThatIsAnAttempt(t *testing.T) {
 	}
 	receiveAll := func(f interface {
 		Receive() (pgproto3.BackendMessage, error)
-	}) { for _, err := f.Receive(); err == nil; _, err = f.Receive() {
-	} }
+	}) {
+		for _, err := f.Receive(); err == nil; _, err = f.Receive() {
+		}
+	}
 
 	cfg := newCfg(RemoteLimits(0))
 	receiveAll(cfg.BuildFrontend(&chunked{data: cat(ok, ready), size: 100}, &tcpConn{addr: addr}))
