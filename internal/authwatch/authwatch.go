@@ -87,9 +87,10 @@ func (e *IterationsError) Error() string {
 var ErrBadChallenge = fmt.Errorf("the server's SCRAM challenge is not r=NONCE,s=SALT,i=COUNT (a count of 1 or more, at most %d bytes in all): the agent ended the login", maxChallenge)
 
 // ErrRefusedBefore refuses to connect again, within one connection, to a server whose attempt
-// broke off before its session was ready: refused by the watch, or ended by the server (pgx would
-// send it a cancel request, which carries no key yet and which the server could hold open).
-var ErrRefusedBefore = errors.New("the agent does not connect again to a server whose attempt broke off before the session was ready")
+// broke off before its session was ready (refused by the watch, or ended by the server: pgx would
+// send it a cancel request, which carries no key yet and which the server could hold open), or
+// whose session the watch refused once it was ready (a report over its bound).
+var ErrRefusedBefore = errors.New("the agent does not connect again to a server whose attempt broke off before its session was ready, or that the agent refused")
 
 // cancelWait bounds a connection to a server whose session was ready, within one connection: a
 // cancel request, which a PostgreSQL server answers by closing at once.

@@ -92,7 +92,9 @@ func (c *tcpConn) SetDeadline(t time.Time) error { c.deadline = t; return nil }
 // same connection, so pgx's cancel request after the failed read holds nothing open on it (the
 // second README-only attack: 16 such requests per task, each open up to 15 s, exhausted the
 // agent's file descriptors). A server that refused the session itself is tried again (the next
-// attempt), and one whose session was ready is dialled for at most cancelWait (a cancel request).
+// attempt), and one whose session was ready is dialled for at most cancelWait (a cancel request),
+// unless the watch refused it after it was ready (a report over its bound): pgx's cancel request
+// would otherwise hold the agent to it once more (the fifth code review).
 func TestRedialOfOneConnection(t *testing.T) {
 	for _, c := range []struct {
 		name     string
@@ -105,6 +107,7 @@ func TestRedialOfOneConnection(t *testing.T) {
 		{"ended by the server", cat(sasl), false, ErrRefusedBefore, false},
 		{"declined by the server", cat(refusal), false, nil, false},
 		{"ready", cat(ok, ready), false, nil, true},
+		{"refused after ready", cat(ok, ready, parameter("p", strings.Repeat("x", MaxParameter))), true, ErrRefusedBefore, false},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			var dialled []*tcpConn
