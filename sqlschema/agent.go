@@ -16,7 +16,9 @@ import (
 
 // RunGuardSQL is the statement sent on a run's session right before the call, in the same round
 // trip: with the owner's role OID ($1) and name ($2), it fails unless the session is of that role,
-// which still exists, may log in and has not expired.
+// which still exists, may log in and has not expired; with the OID of the function the call was set
+// to ($3) and the schema and name the call gives ($4, $5, see CallName), it fails unless every
+// function of that schema and name is the owner's, that function's owner's or a superuser's.
 func RunGuardSQL() string { return query("run_guard") }
 
 // RunGuardWarm runs the guard of RunGuardSQL once on a new owner session for the session's own
@@ -40,6 +42,7 @@ type StoredJob struct {
 	Owner         *string // the owner's role name now; nil when the role was dropped
 	OwnerWas      string  // the owner's name when the job was made, for the record when the role is gone
 	Resolved      bool    // false for a call of schema version 1 that could not be resolved again: it does not run
+	FuncOID       uint32  // the function the call was resolved to when it was set; 0 when not resolved
 	Startup       bool
 	StartSet      time.Time
 	NextRun       *time.Time     // the fire planned before, as the agent recorded it
@@ -59,7 +62,7 @@ func JobLoad(ctx context.Context, q DB) ([]StoredJob, error) {
 	}
 	jobs, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (StoredJob, error) {
 		var j StoredJob
-		err := row.Scan(&j.ID, &j.Name, &j.Call, &j.OwnerID, &j.Owner, &j.OwnerWas, &j.Resolved, &j.Startup, &j.StartSet, &j.NextRun, &j.StartSchedule, &j.Schedules, &j.LastFire, &j.LastFireRun, &j.Timeout, &j.Resumed)
+		err := row.Scan(&j.ID, &j.Name, &j.Call, &j.OwnerID, &j.Owner, &j.OwnerWas, &j.Resolved, &j.FuncOID, &j.Startup, &j.StartSet, &j.NextRun, &j.StartSchedule, &j.Schedules, &j.LastFire, &j.LastFireRun, &j.Timeout, &j.Resumed)
 		return j, err
 	})
 	if err != nil {

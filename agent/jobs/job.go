@@ -12,11 +12,15 @@ import (
 type job struct {
 	id        int
 	name      string
-	call      string             // the function call, run as SELECT <call>
-	owner     string             // the role the job runs as (its name when it was dropped)
-	ownerID   uint32             // and its OID
-	ownerGone bool               // the role was dropped: the job does not run
-	resolved  bool               // the call was resolved when it was set; a version 1 call that could not be does not run
+	call      string // the function call, run as SELECT <call>
+	owner     string // the role the job runs as (its name when it was dropped)
+	ownerID   uint32 // and its OID
+	ownerGone bool   // the role was dropped: the job does not run
+	resolved  bool   // the call was resolved when it was set; a version 1 call that could not be does not run
+	funcOID   uint32 // the function it was resolved to
+	schema    string // the schema and name the call gives, for the guard (sqlschema.CallName)
+	function  string
+	callErr   error              // the call does not start with a schema-qualified name: the job does not run
 	startup   bool               // run once when the agent starts
 	start     *schedule.Schedule // the start schedule, nil when none
 	startSet  time.Time          // when the start schedule was set: it gates from its first fire after this
@@ -40,7 +44,10 @@ func storedJob(s sqlschema.StoredJob, loc *time.Location, anchor time.Time) (*jo
 		timeout = *s.Timeout
 	}
 	j := &job{id: s.ID, name: s.Name, call: s.Call, owner: owner, ownerID: s.OwnerID, ownerGone: s.Owner == nil, resolved: s.Resolved,
-		startup: s.Startup, startSet: s.StartSet, plannedAt: s.NextRun, lastFire: s.LastFire, lastRun: s.LastFireRun, timeout: timeout, resumed: s.Resumed}
+		funcOID: s.FuncOID, startup: s.Startup, startSet: s.StartSet, plannedAt: s.NextRun, lastFire: s.LastFire, lastRun: s.LastFireRun, timeout: timeout, resumed: s.Resumed}
+	if j.resolved {
+		j.schema, j.function, j.callErr = sqlschema.CallName(s.Call)
+	}
 	if err := j.parseJobSchedules(s.StartSchedule, s.Schedules, loc, anchor); err != nil {
 		return nil, err
 	}

@@ -310,7 +310,8 @@ func (s *Service) runOn(session *sessions.Session, j *job) sqlschema.RunResult {
 }
 
 // runCall sends, in one round trip and one transaction, the guard that checks the session is of
-// the job's owner (still existing, allowed to log in, not expired) and then SELECT <call>, each
+// the job's owner (still existing, allowed to log in, not expired) and that no other role could
+// have its function called in place of the job's (sqlschema.RunGuardSQL), and then SELECT <call>, each
 // with the extended query protocol: one statement per message, so a call that holds a second
 // statement is a syntax error, never run. The server skips the call when the guard fails. The
 // session's reset follows in the same round trip (sessions.Session.Run).
@@ -326,7 +327,8 @@ func (s *Service) runCall(session *sessions.Session, j *job) error {
 		defer cancel()
 	}
 	stmts = append(stmts,
-		sessions.Statement{SQL: sqlschema.RunGuardSQL(), Args: [][]byte{[]byte(strconv.FormatUint(uint64(j.ownerID), 10)), []byte(j.owner)}},
+		sessions.Statement{SQL: sqlschema.RunGuardSQL(), Args: [][]byte{[]byte(strconv.FormatUint(uint64(j.ownerID), 10)), []byte(j.owner),
+			[]byte(strconv.FormatUint(uint64(j.funcOID), 10)), []byte(j.schema), []byte(j.function)}},
 		sessions.Statement{SQL: CallSQL(j.call)})
 	return session.Run(ctx, stmts)
 }

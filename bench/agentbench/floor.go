@@ -48,10 +48,17 @@ type floorBurstResult struct {
 type floorDB struct {
 	name    string
 	admin   *pgx.Conn
-	calls   []string
+	calls   []floorCall
 	ownerID string // the jobs' owner, as the guard's arguments
 	owner   string
 	runs    []*pgx.Conn
+}
+
+// floorCall is a job's call and what its guard is given.
+type floorCall struct {
+	call             string
+	funcOID          uint32
+	schema, function string
 }
 
 // openFloor opens the floor's sessions on dbs, whose jobs are made: each database has its share of
@@ -134,7 +141,7 @@ func (f *floor) burst(ctx context.Context, deadline time.Time) (floorBurstResult
 	time.Sleep(cpuBefore)
 	r.began = time.Now()
 	for _, d := range f.dbs {
-		next := make(chan string, len(d.calls))
+		next := make(chan floorCall, len(d.calls))
 		for _, call := range d.calls {
 			next <- call
 		}
@@ -146,7 +153,7 @@ func (f *floor) burst(ctx context.Context, deadline time.Time) (floorBurstResult
 				for call := range next {
 					if err := d.run(ctx, c.PgConn(), call); err != nil {
 						mu.Lock()
-						errs = append(errs, fmt.Errorf("floor: database %s: run %s: %w", d.name, call, err))
+						errs = append(errs, fmt.Errorf("floor: database %s: run %s: %w", d.name, call.call, err))
 						mu.Unlock()
 						return
 					}
@@ -201,9 +208,16 @@ func openFloorDB(ctx context.Context, dsn, name string, n int) (*floorDB, error)
 		return d, fmt.Errorf("the jobs' owner: %w", err)
 	}
 	d.ownerID = strconv.FormatUint(uint64(ownerID), 10)
-	rows, _ := admin.Query(ctx, "SELECT jobfunction FROM pgjobs.pgj_job_ WHERE jobownerid = $1 ORDER BY jobid", ownerID)
-	if d.calls, err = pgx.CollectRows(rows, pgx.RowTo[string]); err != nil {
+	rows, _ := admin.Query(ctx, "SELECT jobfunction, jobfuncoid FROM pgjobs.pgj_job_ WHERE jobownerid = $1 ORDER BY jobid", ownerID)
+	if d.calls, err = pgx.CollectRows(rows, func(row pgx.CollectableRow) (c floorCall, err error) {
+		return c, row.Scan(&c.call, &c.funcOID)
+	}); err != nil {
 		return d, fmt.Errorf("the jobs' calls: %w", err)
+	}
+	for i, c := range d.calls {
+		if d.calls[i].schema, d.calls[i].function, err = sqlschema.CallName(c.call); err != nil {
+			return d, err
+		}
 	}
 	for range n {
 		c, err := pgx.Connect(ctx, dsn)
@@ -220,12 +234,12 @@ func openFloorDB(ctx context.Context, dsn, name string, n int) (*floorDB, error)
 
 // run sends one run of call on conn, as sessions.Session.Run sends it, and reads its answer up to
 // the reset's end; it returns the server's first error.
-func (d *floorDB) run(ctx context.Context, conn *pgconn.PgConn, call string) error {
+func (d *floorDB) run(ctx context.Context, conn *pgconn.PgConn, call floorCall) error {
 	fe := conn.Frontend()
 	fe.Send(&pgproto3.Parse{Query: sqlschema.RunGuardSQL()})
-	fe.Send(&pgproto3.Bind{Parameters: [][]byte{[]byte(d.ownerID), []byte(d.owner)}})
+	fe.Send(&pgproto3.Bind{Parameters: [][]byte{[]byte(d.ownerID), []byte(d.owner), []byte(strconv.FormatUint(uint64(call.funcOID), 10)), []byte(call.schema), []byte(call.function)}})
 	fe.Send(&pgproto3.Execute{})
-	fe.Send(&pgproto3.Parse{Query: jobs.CallSQL(call)})
+	fe.Send(&pgproto3.Parse{Query: jobs.CallSQL(call.call)})
 	fe.Send(&pgproto3.Bind{})
 	fe.Send(&pgproto3.Execute{})
 	fe.Send(&pgproto3.Sync{})

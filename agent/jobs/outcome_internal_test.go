@@ -1,0 +1,53 @@
+package jobs
+
+import (
+	"strings"
+	"testing"
+	"time"
+)
+
+// TestRefusal: a job whose owner was dropped, whose call was never resolved, or whose stored call
+// does not name its function as pgj_call_resolve_ writes it does not run, saying why and how to
+// set it right; a job of a stored call runs, its guard given the call's schema and name.
+func TestRefusal(t *testing.T) {
+	t.Parallel()
+	for _, c := range []struct {
+		name      string
+		change    func(s *storedJobFields)
+		why, hint string
+	}{
+		{name: "runs"},
+		{name: "owner dropped", change: func(s *storedJobFields) { s.ownerGone = true }, why: "the job's owner alice (role OID 10) was dropped", hint: "a superuser may drop the job"},
+		{name: "not resolved", change: func(s *storedJobFields) { s.resolved = false }, why: "was stored by an older pgjobs", hint: "its owner alice sets the call again"},
+		{name: "not qualified", change: func(s *storedJobFields) { s.call = "f()" }, why: `the stored call "f()" does not start with a schema-qualified function name: position 2: want '.' after the schema: the job does not run`, hint: "SELECT pgjobs.pgj_update_job('J', NULL, 'f()', NULL)"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			f := storedJobFields{call: `"My App".run_it(1)`, resolved: true}
+			if c.change != nil {
+				c.change(&f)
+			}
+			s := stored(1, "J", "alice", "D 01")
+			s.Call, s.Resolved = f.call, f.resolved
+			if f.ownerGone {
+				s.Owner = nil
+			}
+			j, err := storedJob(s, time.UTC, planT0)
+			if err != nil {
+				t.Fatal(err)
+			}
+			why, hint := refusal(j)
+			if !strings.Contains(why, c.why) || !strings.Contains(hint, c.hint) || (c.why == "") != (why == "") {
+				t.Fatalf("refusal = %q, %q; want %q, %q", why, hint, c.why, c.hint)
+			}
+			if c.why == "" && (j.schema != "My App" || j.function != "run_it" || j.funcOID != 16384) {
+				t.Fatalf("the guard's arguments: %q, %q, %d", j.schema, j.function, j.funcOID)
+			}
+		})
+	}
+}
+
+// storedJobFields are what TestRefusal changes of a stored job.
+type storedJobFields struct {
+	call                string
+	resolved, ownerGone bool
+}

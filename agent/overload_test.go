@@ -1,0 +1,85 @@
+package agent_test
+
+import (
+	"context"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/pgjobs/pgjobs/internal/fakeclock"
+)
+
+// TestOverloadOfTheJobsFunction: every role may create in public (as before PostgreSQL 15), and
+// alice adds functions of the names bob's and a superuser's jobs call: an overload that fits the
+// call better than its polymorphic function (public.bob_poly(integer) beside bob_poly(anyelement),
+// which PostgreSQL would choose), one that makes the call ambiguous, and one in place of a function
+// bob dropped. None of hers runs: each run fails, naming her function and role. What the owner
+// trusted still runs: bob's own overloads, a function he dropped and made again, a superuser's
+// overload, and carol's overload of carol's function, which bob chose to call.
+func TestOverloadOfTheJobsFunction(t *testing.T) {
+	t.Parallel()
+	db := newTestDB(t)
+	ctx := context.Background()
+	alice := cluster.NewRole(t, "alice", db.name)
+	bob := cluster.NewRole(t, "bob", db.name)
+	carol := cluster.NewRole(t, "carol", db.name)
+	db.exec(t, "GRANT CREATE ON SCHEMA public TO PUBLIC")
+	function := func(signature, wrote string) string {
+		return "CREATE FUNCTION public." + signature + " RETURNS void LANGUAGE sql AS $$ INSERT INTO public.calls (job) VALUES ('" + wrote + " as ' || current_user) $$;"
+	}
+	as := func(role, sql string) {
+		t.Helper()
+		if _, err := cluster.ConnectAs(t, db.name, role).Exec(ctx, sql); err != nil {
+			t.Fatalf("as %s: %s: %v", role, sql, err)
+		}
+	}
+	as(carol, function("carol_f(x anyelement)", "carol_f"))
+	db.exec(t, function("su_poly(x anyelement)", "su_poly")+`
+		SELECT pgj_create_schedule('At01', 'D 01'), pgj_create_job('Su', 'public.su_poly(1)', null, 'At01')`)
+	as(bob, function("bob_poly(x anyelement)", "bob_poly")+function("bob_int(x int)", "bob_int")+
+		function("bob_own(x int)", "bob_own")+function("bob_own(x text)", "bob_own text")+
+		function("bob_again(x int)", "bob_again")+function("bob_gone(x int)", "bob_gone")+`
+		SELECT pgj_create_schedule('Bob01', 'D 01');
+		SELECT pgj_create_job(j, c, null, 'Bob01') FROM (VALUES ('Poly', 'bob_poly(1)'), ('Int', 'bob_int(1)'),
+			('Own', 'bob_own(1)'), ('Again', 'bob_again(1)'), ('Gone', 'bob_gone(1)'), ('Carol', 'carol_f(1)')) AS v(j, c)`)
+
+	as(alice, function("bob_poly(x integer)", "hijacked")+function("bob_int(x int, y int DEFAULT 0)", "hijacked")+
+		function("su_poly(x integer)", "hijacked"))
+	as(bob, "DROP FUNCTION public.bob_again(int); DROP FUNCTION public.bob_gone(int);"+function("bob_again(x int)", "bob_again made again"))
+	as(alice, function("bob_gone(x int)", "hijacked"))
+	as(carol, function("carol_f(x integer)", "carol_f(integer)"))
+	db.exec(t, function("bob_own(x bigint)", "bob_own bigint of the superuser"))
+
+	clock := fakeclock.New(t0)
+	startAgent(t, clock, db)
+	got := fireAt(t, db, clock, t0.Add(time.Minute), 7)
+	slices.Sort(got)
+	want := []string{"Again ok 10:01", "Carol ok 10:01", "Gone error 10:01 42725", "Int error 10:01 42725", "Own ok 10:01", "Poly error 10:01 42725", "Su error 10:01 42725"}
+	if !slices.Equal(got, want) {
+		t.Fatalf("runs = %q, want %q", got, want)
+	}
+	if c := calls(t, db); strings.Contains(c, "hijacked") || !strings.Contains(c, "bob_again made again as "+bob) ||
+		!strings.Contains(c, "bob_own as "+bob) || !strings.Contains(c, "carol_f(integer) as "+bob) {
+		t.Fatalf("calls = %q: want none of alice's functions, and bob's, carol's and the superuser's own", c)
+	}
+	rows, _ := db.conn.Query(ctx, "SELECT runjobname || ': ' || runmessage FROM pgjobs.pgj_run_ WHERE runstatus = 'error' ORDER BY runjobname")
+	messages, err := pgx.CollectRows(rows, pgx.RowTo[string])
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, want := range []string{
+		"Gone: the function the job's call was set to (OID ", // dropped: no longer public.bob_gone
+		"Int: function public.bob_int(integer,integer) is owned by role " + alice,
+		"Poly: function public.bob_poly(integer) is owned by role " + alice,
+		"Su: function public.su_poly(integer) is owned by role " + alice,
+	} {
+		if i >= len(messages) || !strings.HasPrefix(messages[i], want) {
+			t.Errorf("the refusals' messages:\n%s\nwant one starting %q", strings.Join(messages, "\n"), want)
+		}
+	}
+	if !strings.Contains(messages[0], "public.bob_gone(integer) of that name is owned by role "+alice) {
+		t.Errorf("the refusal of Gone does not name alice's function: %s", messages[0])
+	}
+}

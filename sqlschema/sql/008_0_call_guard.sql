@@ -1,0 +1,73 @@
+-- pgjobs schema version 8: the guard before each run also checks the functions that could be called
+-- in place of the job's. A stored call names its function (schema.name(arguments)), and PostgreSQL
+-- resolves that name again at each run: a role that may create functions in the function's schema
+-- (many databases still let every role create in public) could add an overload that fits better,
+-- such as f(integer) beside f(anyelement), and the job's owner would run it, or one that makes the
+-- call ambiguous. So the run goes on only when every function of that schema and name is owned by
+-- the job's owner, by the owner of the function the call was set to (whom the owner trusted then:
+-- that role may change its function's body anyway), or by a superuser. A function dropped and
+-- created again, or renamed, is no longer the one the call was set to: the functions of that name
+-- must then be the owner's or a superuser's, or the owner sets the call again.
+SET LOCAL search_path = pg_catalog, pg_temp;
+
+DROP FUNCTION pgjobs.pgj_run_check_(oid, text);
+
+-- pgj_run_check_ is the agent's guard before each run, sent on the run's session in the same
+-- round trip as the call and run before it: the session must be of the job's owner (role p_owner,
+-- by OID: not a new role of the same name), which still exists, may log in and has not expired;
+-- and every function named p_name in schema p_schema (the name the stored call gives) must be owned
+-- by that role, by the owner of function p_funcoid (the one the call was set to) while it keeps
+-- that schema and name, or by a superuser. It also sets standard_conforming_strings on for the
+-- run's transaction, before the call is parsed, whatever an earlier run left in the session.
+CREATE FUNCTION pgjobs.pgj_run_check_(p_owner oid, p_owner_name text, p_funcoid oid, p_schema text, p_name text) RETURNS void
+LANGUAGE plpgsql
+SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+    r record;
+    other record;
+BEGIN
+    SELECT rolname, rolcanlogin, rolvaliduntil INTO r FROM pg_roles WHERE oid = p_owner;
+    IF NOT FOUND THEN
+        RAISE EXCEPTION 'the job''s owner % (role OID %) was dropped: the job does not run', p_owner_name, p_owner
+            USING ERRCODE = 'undefined_object', HINT = 'a superuser may drop the job: SELECT pgj_drop_job(name)';
+    ELSIF NOT r.rolcanlogin THEN
+        RAISE EXCEPTION 'the job''s owner % may no longer log in: the job does not run', r.rolname
+            USING ERRCODE = 'insufficient_privilege', HINT = format('ALTER ROLE %I LOGIN lets it run again', r.rolname);
+    ELSIF r.rolvaliduntil < now() THEN
+        RAISE EXCEPTION 'the job''s owner % expired at %: the job does not run', r.rolname, r.rolvaliduntil
+            USING ERRCODE = 'insufficient_privilege', HINT = format('ALTER ROLE %I VALID UNTIL ''infinity'' lets it run again', r.rolname);
+    ELSIF session_user <> r.rolname OR current_user <> r.rolname THEN
+        RAISE EXCEPTION 'this session runs as role %, not as the job''s owner %: the job does not run', current_user, r.rolname
+            USING ERRCODE = 'insufficient_privilege';
+    END IF;
+    -- The schema by its name through the catalog cache (to_regnamespace), not a scan of
+    -- pg_namespace: the guard runs before every run.
+    SELECT p.oid, p.proowner INTO other
+    FROM pg_proc p
+    WHERE p.pronamespace = to_regnamespace(quote_ident(p_schema)) AND p.proname = p_name
+      AND p.proowner <> p_owner
+      AND p.proowner IS DISTINCT FROM (SELECT f.proowner FROM pg_proc f
+                                       WHERE f.oid = p_funcoid AND f.pronamespace = p.pronamespace AND f.proname = p_name)
+      AND NOT EXISTS (SELECT FROM pg_roles a WHERE a.oid = p.proowner AND a.rolsuper)
+    ORDER BY p.oid
+    LIMIT 1;
+    IF FOUND THEN
+        IF NOT EXISTS (SELECT FROM pg_proc f WHERE f.oid = p_funcoid AND f.proname = p_name
+                       AND f.pronamespace = to_regnamespace(quote_ident(p_schema))) THEN
+            RAISE EXCEPTION 'the function the job''s call was set to (OID %) is no longer %.%, and % of that name is owned by role %, neither the job''s owner % nor a superuser: the job does not run',
+                p_funcoid, quote_ident(p_schema), quote_ident(p_name), other.oid::regprocedure, pg_get_userbyid(other.proowner), r.rolname
+                USING ERRCODE = 'ambiguous_function',
+                HINT = format('if that is the function meant, its owner %s sets the call again: SELECT pgj_update_job(name, NULL, call, NULL)', r.rolname);
+        END IF;
+        RAISE EXCEPTION 'function % is owned by role %, neither the job''s owner %, nor the owner of the function the call was set to, nor a superuser: it could be called in place of that function, so the job does not run',
+            other.oid::regprocedure, pg_get_userbyid(other.proowner), r.rolname
+            USING ERRCODE = 'ambiguous_function',
+            HINT = format('drop that function, and keep other roles from creating in schema %s (REVOKE CREATE ON SCHEMA %1$s FROM PUBLIC)', quote_ident(p_schema));
+    END IF;
+    PERFORM set_config('standard_conforming_strings', 'on', true);
+END
+$$;
+
+REVOKE ALL ON FUNCTION pgjobs.pgj_run_check_(oid, text, oid, text, text) FROM PUBLIC;
+GRANT EXECUTE ON FUNCTION pgjobs.pgj_run_check_(oid, text, oid, text, text) TO PUBLIC;
