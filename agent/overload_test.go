@@ -40,13 +40,19 @@ func TestOverloadOfTheJobsFunction(t *testing.T) {
 		SELECT pgj_create_schedule('At01', 'D 01'), pgj_create_job('Su', 'public.su_poly(1)', null, 'At01')`)
 	as(bob, function("bob_poly(x anyelement)", "bob_poly")+function("bob_int(x int)", "bob_int")+
 		function("bob_own(x int)", "bob_own")+function("bob_own(x text)", "bob_own text")+
-		function("bob_again(x int)", "bob_again")+function("bob_gone(x int)", "bob_gone")+`
+		function("bob_again(x int)", "bob_again")+function("bob_gone(x int)", "bob_gone")+
+		function("bob_dom(x anyelement)", "bob_dom")+function("bob_renamed(x int)", "bob_renamed")+`
 		SELECT pgj_create_schedule('Bob01', 'D 01');
 		SELECT pgj_create_job(j, c, null, 'Bob01') FROM (VALUES ('Poly', 'bob_poly(1)'), ('Int', 'bob_int(1)'),
-			('Own', 'bob_own(1)'), ('Again', 'bob_again(1)'), ('Gone', 'bob_gone(1)'), ('Carol', 'carol_f(1)')) AS v(j, c)`)
+			('Own', 'bob_own(1)'), ('Again', 'bob_again(1)'), ('Gone', 'bob_gone(1)'), ('Carol', 'carol_f(1)'),
+			('Dom', 'bob_dom(1)'), ('Renamed', 'bob_renamed(1)')) AS v(j, c)`)
 
 	as(alice, function("bob_poly(x integer)", "hijacked")+function("bob_int(x int, y int DEFAULT 0)", "hijacked")+
-		function("su_poly(x integer)", "hijacked"))
+		function("su_poly(x integer)", "hijacked")+`
+		CREATE FUNCTION public.alice_check(v anyelement) RETURNS boolean LANGUAGE sql AS $$ INSERT INTO public.calls (job) VALUES ('hijacked as ' || current_user) RETURNING true $$;
+		CREATE DOMAIN public.bob_dom AS integer CHECK (public.alice_check(VALUE));`)
+	as(bob, "ALTER FUNCTION public.bob_renamed(int) RENAME TO bob_renamed_again")
+	as(alice, "CREATE DOMAIN public.bob_renamed AS integer CHECK (public.alice_check(VALUE))")
 	as(bob, "DROP FUNCTION public.bob_again(int); DROP FUNCTION public.bob_gone(int);"+function("bob_again(x int)", "bob_again made again"))
 	as(alice, function("bob_gone(x int)", "hijacked"))
 	as(carol, function("carol_f(x integer)", "carol_f(integer)"))
@@ -54,9 +60,10 @@ func TestOverloadOfTheJobsFunction(t *testing.T) {
 
 	clock := fakeclock.New(t0)
 	startAgent(t, clock, db)
-	got := fireAt(t, db, clock, t0.Add(time.Minute), 7)
+	got := fireAt(t, db, clock, t0.Add(time.Minute), 9)
 	slices.Sort(got)
-	want := []string{"Again ok 10:01", "Carol ok 10:01", "Gone error 10:01 42725", "Int error 10:01 42725", "Own ok 10:01", "Poly error 10:01 42725", "Su error 10:01 42725"}
+	want := []string{"Again ok 10:01", "Carol ok 10:01", "Dom error 10:01 42725", "Gone error 10:01 42725", "Int error 10:01 42725", "Own ok 10:01",
+		"Poly error 10:01 42725", "Renamed error 10:01 42725", "Su error 10:01 42725"}
 	if !slices.Equal(got, want) {
 		t.Fatalf("runs = %q, want %q", got, want)
 	}
@@ -70,16 +77,21 @@ func TestOverloadOfTheJobsFunction(t *testing.T) {
 		t.Fatal(err)
 	}
 	for i, want := range []string{
+		"Dom: type public.bob_dom is owned by role " + alice,
 		"Gone: the function the job's call was set to (OID ", // dropped: no longer public.bob_gone
-		"Int: function public.bob_int(integer,integer) is owned by role " + alice,
-		"Poly: function public.bob_poly(integer) is owned by role " + alice,
-		"Su: function public.su_poly(integer) is owned by role " + alice,
+		"Int: public.bob_int(integer,integer) is owned by role " + alice,
+		"Poly: public.bob_poly(integer) is owned by role " + alice,
+		"Renamed: the function the job's call was set to (OID ",
+		"Su: public.su_poly(integer) is owned by role " + alice,
 	} {
 		if i >= len(messages) || !strings.HasPrefix(messages[i], want) {
-			t.Errorf("the refusals' messages:\n%s\nwant one starting %q", strings.Join(messages, "\n"), want)
+			t.Fatalf("the refusals' messages:\n%s\nwant one starting %q", strings.Join(messages, "\n"), want)
 		}
 	}
-	if !strings.Contains(messages[0], "public.bob_gone(integer) of that name is owned by role "+alice) {
-		t.Errorf("the refusal of Gone does not name alice's function: %s", messages[0])
+	for i, c := range map[int]struct{ name, what string }{1: {"bob_gone", "public.bob_gone(integer)"}, 4: {"bob_renamed", "type public.bob_renamed"}} {
+		if want := "is no longer public." + c.name + ", and " + c.what + " of that name is owned by role " + alice; !strings.Contains(messages[i], want) {
+			t.Errorf("the refusal %q does not say %q", messages[i], want)
+		}
 	}
+
 }

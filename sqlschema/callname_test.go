@@ -8,6 +8,7 @@ import (
 )
 
 func TestCallName(t *testing.T) {
+	t.Parallel()
 	for _, c := range []struct {
 		call, schema, name, err string
 	}{

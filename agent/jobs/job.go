@@ -12,14 +12,14 @@ import (
 type job struct {
 	id        int
 	name      string
-	call      string // the function call, run as SELECT <call>
-	owner     string // the role the job runs as (its name when it was dropped)
-	ownerID   uint32 // and its OID
-	ownerGone bool   // the role was dropped: the job does not run
-	resolved  bool   // the call was resolved when it was set; a version 1 call that could not be does not run
-	funcOID   uint32 // the function it was resolved to
-	schema    string // the schema and name the call gives, for the guard (sqlschema.CallName)
-	function  string
+	call      string             // the function call, run as SELECT <call>
+	owner     string             // the role the job runs as (its name when it was dropped)
+	ownerID   uint32             // and its OID
+	ownerGone bool               // the role was dropped: the job does not run
+	resolved  bool               // the call was resolved when it was set; a version 1 call that could not be does not run
+	funcOID   uint32             // the function it was resolved to
+	schema    string             // the schema the call gives, for the guard (sqlschema.CallName)
+	function  string             // and the function's name
 	callErr   error              // the call does not start with a schema-qualified name: the job does not run
 	startup   bool               // run once when the agent starts
 	start     *schedule.Schedule // the start schedule, nil when none

@@ -22,6 +22,7 @@ func TestRefusal(t *testing.T) {
 		{name: "not qualified", change: func(s *storedJobFields) { s.call = "f()" }, why: `the stored call "f()" does not start with a schema-qualified function name: position 2: want '.' after the schema: the job does not run`, hint: "SELECT pgjobs.pgj_update_job('J', NULL, 'f()', NULL)"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
+			t.Parallel()
 			f := storedJobFields{call: `"My App".run_it(1)`, resolved: true}
 			if c.change != nil {
 				c.change(&f)

@@ -208,7 +208,7 @@ func openFloorDB(ctx context.Context, dsn, name string, n int) (*floorDB, error)
 		return d, fmt.Errorf("the jobs' owner: %w", err)
 	}
 	d.ownerID = strconv.FormatUint(uint64(ownerID), 10)
-	rows, _ := admin.Query(ctx, "SELECT jobfunction, jobfuncoid FROM pgjobs.pgj_job_ WHERE jobownerid = $1 ORDER BY jobid", ownerID)
+	rows, _ := admin.Query(ctx, "SELECT jobfunction, coalesce(jobfuncoid, 0) FROM pgjobs.pgj_job_ WHERE jobownerid = $1 ORDER BY jobid", ownerID)
 	if d.calls, err = pgx.CollectRows(rows, func(row pgx.CollectableRow) (c floorCall, err error) {
 		return c, row.Scan(&c.call, &c.funcOID)
 	}); err != nil {
@@ -216,7 +216,7 @@ func openFloorDB(ctx context.Context, dsn, name string, n int) (*floorDB, error)
 	}
 	for i, c := range d.calls {
 		if d.calls[i].schema, d.calls[i].function, err = sqlschema.CallName(c.call); err != nil {
-			return d, err
+			return d, fmt.Errorf("the jobs' calls: %w", err)
 		}
 	}
 	for range n {
