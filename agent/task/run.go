@@ -225,8 +225,13 @@ func firstLine(s string) string {
 }
 
 // runRemote runs a task whose input goes to another server, on a connection of its own (not from
-// the budget, which is this server's), and queues its end.
+// the budget, which is this server's, but counted within its owner's logins), and queues its end.
 func (s *Service) runRemote(t sqlschema.ClaimedTask) {
+	if err := s.cfg.Sessions.AwaitLogin(s.runCtx, *t.OwnerName); err != nil { // the owner's logins a second
+		s.forget(t.ID)
+		s.logf(agentlog.LevelError, agentlog.StatusStopping, "task %d not started: the agent stopped; it runs under the next agent", t.ID)
+		return
+	}
 	start := s.cfg.Clock.Now()
 	s.logf(agentlog.LevelInfo, agentlog.StatusFiring, "task %d started as %s on a remote server (attempt %d)", t.ID, *t.OwnerName, t.Attempt)
 	r := runRemote(s.runCtx, *t.Remote, t.OwnerSuper, s.maxIterations(), t.Timeout, t.Input, NewOutput(t.Format), func(pid uint32) {
