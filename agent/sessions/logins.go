@@ -11,8 +11,9 @@ import (
 // own session) would take that CPU from every other owner: 40 logins a second of one role made
 // another role's tasks start up to 228 ms late (the README-only attack of 2026-11-27). So each
 // owner may open LoginBurst sessions at once, and LoginRate a second after that, in all the
-// databases of the server together (a token bucket); its runs beyond wait in line while other
-// owners' runs go on, and are served again when its next login is due.
+// databases of the server together (a token bucket), a remote task's connection and each of its
+// SCRAM logins past the first counting too; its runs beyond wait in line while other owners' runs
+// go on, and are served again when its next login is due.
 
 const (
 	// DefaultLoginBurst is Budget.LoginBurst's default: more than an owner's share of any budget
@@ -104,5 +105,17 @@ func (p *Pool) AwaitLogin(ctx context.Context, owner string) error {
 			timer.Stop()
 			return context.Cause(ctx)
 		}
+	}
+}
+
+// ChargeLogins counts n more logins of owner made outside the pools (the further SCRAM logins of
+// a remote task's connection, past the one AwaitLogin counted): its next ones wait that much
+// longer. n <= 0 counts nothing.
+func (p *Pool) ChargeLogins(owner string, n int) {
+	b := p.budget
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	for range n {
+		b.loggedIn(owner)
 	}
 }

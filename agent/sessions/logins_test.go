@@ -59,21 +59,22 @@ func TestOwnerLoginsArePaced(t *testing.T) {
 }
 
 // TestRemoteLoginsArePaced: the connections the agent opens as an owner outside the pools (remote
-// tasks) count within the same logins: once its burst is spent the owner waits, until its
-// context ends; another owner does not wait.
+// tasks), and each of their SCRAM logins, count within the same logins: once its burst is spent
+// the owner waits, until its context ends; another owner does not wait.
 func TestRemoteLoginsArePaced(t *testing.T) {
 	t.Parallel()
 	b := sessions.NewBudget(8)
-	b.LoginBurst, b.LoginRate = 1, 0.5 // then a login every 2 s
+	b.LoginBurst, b.LoginRate = 3, 0.5 // then a login every 2 s
 	p := b.NewPool(context.Background(), 8, opener(cluster, cluster.NewDatabase(t)))
 	defer p.Close()
 	if err := p.AwaitLogin(context.Background(), "alice"); err != nil {
 		t.Fatalf("alice's first login: %v", err)
 	}
+	p.ChargeLogins("alice", 2) // her connection's two further SCRAM logins
 	short, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
 	defer cancel()
 	if err := p.AwaitLogin(short, "alice"); !errors.Is(err, context.DeadlineExceeded) {
-		t.Fatalf("alice's second login at once: %v; want it to wait past its context", err)
+		t.Fatalf("alice's fourth login at once: %v; want it to wait past its context", err)
 	}
 	if err := p.AwaitLogin(short, "bob"); err != nil { // not a wait: its context's end does not count
 		t.Fatalf("bob's login, alice's spent: %v", err)

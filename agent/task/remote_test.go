@@ -224,8 +224,8 @@ func TestRemoteConnectionBounds(t *testing.T) {
 			}
 			// A server closes its connection once it read the answer, and only then does the agent
 			// try the next host: every answer is counted by now.
-			if c.logins >= 0 && answered.Load() != int32(c.logins) {
-				t.Fatalf("the agent answered %d challenges, want %d; error %v", answered.Load(), c.logins, deref(r.Error))
+			if c.logins >= 0 && (answered.Load() != int32(c.logins) || r.Logins != c.logins) {
+				t.Fatalf("the agent answered %d challenges and counted %d logins, want %d; error %v", answered.Load(), r.Logins, c.logins, deref(r.Error))
 			}
 		})
 	}

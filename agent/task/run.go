@@ -238,6 +238,7 @@ func (s *Service) runRemote(t sqlschema.ClaimedTask) {
 		s.cfg.Metrics.TaskStarted(start.Sub(t.Plan))
 		s.writes.start(sqlschema.TaskStarted{ID: t.ID, Attempt: t.Attempt, PID: pid, Start: start})
 	})
+	s.cfg.Sessions.ChargeLogins(*t.OwnerName, r.Logins-1) // the first was counted before
 	if s.runCtx.Err() != nil {
 		s.forget(t.ID)
 		s.logf(agentlog.LevelError, agentlog.StatusStopping, "task %d cancelled by the agent's stop; it runs again under the next agent", t.ID)
