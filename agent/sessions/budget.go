@@ -201,8 +201,8 @@ func (b *Budget) room(k key, spare func(*Session) bool) (evict *Session, ok bool
 	}
 	limit := b.lendable()
 	ownerFull := b.byOwner[k.owner] >= b.ownerLimit()
-	if b.paused(k) || b.loginWait(k.owner) > 0 {
-		return nil, false // the role's or the database's connection limit, or the owner's logins: closing no other session helps
+	if b.paused(k) {
+		return nil, false // the role's or the database's connection limit: closing no other session helps
 	}
 	if !ownerFull && b.open < limit && !time.Now().Before(b.server.until) {
 		return nil, true
@@ -231,7 +231,6 @@ func (b *Budget) permit(k key, evict *Session) {
 	}
 	b.open++
 	b.byOwner[k.owner]++
-	b.loggedIn(k.owner)
 	b.lend(k)
 }
 

@@ -3,6 +3,7 @@ package sessions_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"testing"
 	"time"
 
@@ -19,14 +20,13 @@ func TestOwnerLoginsArePaced(t *testing.T) {
 	db := cluster.NewDatabase(t)
 	alice, bob := cluster.NewRole(t, "alice", db), cluster.NewRole(t, "bob", db)
 	b := sessions.NewBudget(8)
-	b.LoginBurst, b.LoginRate = 2, 1 // a login a second after the first two
+	b.LoginBurst, b.LoginRate = 2, 0.5 // a login every 2 s after the first two
 	p := b.NewPool(ctx, 8, opener(cluster, db))
 	defer p.Close()
 	acquire := func(owner string) (s *sessions.Session, waited bool) {
-		t.Helper()
 		s, err := p.Acquire(ctx, owner, sessions.Hooks{Waiting: func(int) { waited = true }})
 		if err != nil {
-			t.Fatalf("acquire as %s: %v", owner, err)
+			panic(fmt.Sprintf("acquire as %s: %v", owner, err)) // also from the goroutine below
 		}
 		return s, waited
 	}
@@ -78,5 +78,86 @@ func TestRemoteLoginsArePaced(t *testing.T) {
 	}
 	if err := p.AwaitLogin(short, "bob"); err != nil { // not a wait: its context's end does not count
 		t.Fatalf("bob's login, alice's spent: %v", err)
+	}
+}
+
+// TestPacedLineIsServedWhenItsLoginIsDue: a run of alice's waits in one database for a session
+// (its pool is full) until her run in another database took her last login; then her session in
+// the first closes (count=1). Her waiting run is served once her next login is due, not at the
+// next unrelated event (the code review of the pace: it waited for the idle timer).
+func TestPacedLineIsServedWhenItsLoginIsDue(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	db1, db2 := cluster.NewDatabase(t), cluster.NewDatabase(t)
+	alice := cluster.NewRole(t, "alice", db1)
+	b := sessions.NewBudget(8)
+	b.LoginBurst, b.LoginRate, b.OldestAfter = 2, 2, 20*time.Millisecond
+	p1 := b.NewPool(ctx, 1, opener(cluster, db1))
+	p2 := b.NewPool(ctx, 8, opener(cluster, db2))
+	defer p1.Close()
+	defer p2.Close()
+	first, err := p1.Acquire(ctx, alice, sessions.Hooks{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	waiting := make(chan struct{})
+	served := make(chan error, 1)
+	go func() {
+		s, err := p1.Acquire(ctx, alice, sessions.Hooks{Waiting: func(int) { close(waiting) }})
+		if err == nil {
+			s.Release()
+		}
+		served <- err
+	}()
+	<-waiting
+	time.Sleep(100 * time.Millisecond)                     // past OldestAfter: no timer of the line is left
+	other, err := p2.Acquire(ctx, alice, sessions.Hooks{}) // her last login
+	if err != nil {
+		t.Fatal(err)
+	}
+	first.Close()
+	other.Release()
+	select {
+	case err := <-served:
+		if err != nil {
+			t.Fatal(err)
+		}
+	case <-time.After(5 * time.Second): // her login is due within 0.5 s
+		t.Fatal("alice's waiting run was not served within 5 s of her next login being due")
+	}
+}
+
+// TestPacedLineHoldsUpNoWarming: a run waiting only for its owner's next login keeps neither
+// another owner's sessions from being warmed ahead of a fire nor the bookkeeping waiting for
+// Quiet (the code review of the pace).
+func TestPacedLineHoldsUpNoWarming(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	db1, db2 := cluster.NewDatabase(t), cluster.NewDatabase(t)
+	alice, bob := cluster.NewRole(t, "alice", db1), cluster.NewRole(t, "bob", db2)
+	b := sessions.NewBudget(8)
+	b.LoginBurst, b.LoginRate = 1, 0.1 // her next login in 10 s
+	p1 := b.NewPool(ctx, 8, opener(cluster, db1))
+	p2 := b.NewPool(ctx, 8, opener(cluster, db2))
+	defer p1.Close()
+	defer p2.Close()
+	s, err := p1.Acquire(ctx, alice, sessions.Hooks{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.Close()
+	paced, cancel := context.WithCancel(ctx)
+	defer cancel()
+	waiting := make(chan struct{})
+	go p1.Acquire(paced, alice, sessions.Hooks{Waiting: func(int) { close(waiting) }})
+	<-waiting
+	select {
+	case <-b.Quiet():
+	default:
+		t.Error("Quiet waits for a run that waits only for its owner's next login")
+	}
+	p2.Warm(ctx, bob, 2)
+	if size, inUse, waits := b.Use(); inUse < 2 {
+		t.Errorf("bob's warming opened %d sessions of %d (%d runs waiting), want 2", inUse, size, waits)
 	}
 }

@@ -190,8 +190,9 @@ func isSpace(c byte) bool {
 }
 
 // runRemote runs a remote task's input on a connection of its own, opened with its string, and
-// closes it after; started is told the remote backend's pid once connected.
-func runRemote(ctx context.Context, connString string, trusted bool, maxIterations int, timeout time.Duration, input string, out *Output, started func(pid uint32)) Result {
+// closes it after; started is told the remote backend's pid and the SCRAM logins of the connection
+// once connected (Result.Logins has them too).
+func runRemote(ctx context.Context, connString string, trusted bool, maxIterations int, timeout time.Duration, input string, out *Output, started func(pid uint32, logins int)) Result {
 	cfg, watched, err := remoteConfig(connString, trusted, maxIterations)
 	if err != nil {
 		text := AgentErrorText(err.Error(), input)
@@ -217,7 +218,7 @@ func runRemote(ctx context.Context, connString string, trusted bool, maxIteratio
 	}
 	defer conn.Conn().Close() // last: pgx's close after a broken read would wait 15 s for the server
 	defer conn.Close(context.Background())
-	started(conn.PID())
+	started(conn.PID(), logins)
 	ms := timeout.Milliseconds()
 	if timeout > 0 && ms == 0 {
 		ms = 1
