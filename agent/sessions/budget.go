@@ -34,34 +34,40 @@ type Budget struct {
 	// EndAfter is how long the backend of a run given up and cancelled may still run before it is
 	// ended (endOnServer); 0 means 5 s.
 	EndAfter time.Duration
+	// LoginBurst is how many sessions an owner may open at once, and LoginRate how many a second
+	// after that (see logins.go); 0 means DefaultLoginBurst and DefaultLoginRate.
+	LoginBurst int
+	LoginRate  float64
 
-	mu         sync.Mutex
-	size       int                   // the sessions in all; 0 until known
-	configured bool                  // size was set by the configuration, not read from the server
-	fixed      int                   // sessions reserved outside the lending
-	open       int                   // lent or idle sessions, and those being opened
-	byOwner    map[string]int        // open of each owner
-	lentBy     map[string]int        // lent of each owner, in all pools
-	warming    map[*Pool]bool        // the open pools whose runs are warmed for: each warms a share
-	idle       []*Session            // open and unused, oldest first
-	lines      map[key][]*waiter     // runs waiting, by owner and database
-	turns      []key                 // the lines in the order they take turns
-	turn       int                   // the index in turns of the next line to serve
-	idleTimer  *time.Timer           // closes the sessions idle too long
-	keepTimer  *time.Timer           // serves the lines when a warmed session is kept no longer
-	closing    []*pgx.Conn           // sessions to close once the lock is released
-	server     backoff               // after the server refused sessions for want of slots
-	ownerPause map[string]*backoff   // after it refused an owner's sessions: the role's connection limit
-	retry      *time.Timer           // serves the lines again when a pause ends
-	retryAt    time.Time             // when retry fires
-	quiet      chan struct{}         // closed when no run waits in line; nil until Quiet asks
-	openTook   time.Duration         // how long opening a session takes, on average
-	holds      map[key]time.Duration // how long a run of each line holds its session, on average
-	lastBack   map[key]time.Time     // when a run of each line last gave its session back
-	heldBack   bool                  // a line was refused a move since the lines were last served
-	starts     []*start              // the runs counted as starting, oldest first (some done)
-	startingN  int                   // the runs starting: of starts, those not done
-	startTimer *time.Timer           // serves the lines when the oldest starting run stops counting
+	mu            sync.Mutex
+	size          int                    // the sessions in all; 0 until known
+	configured    bool                   // size was set by the configuration, not read from the server
+	fixed         int                    // sessions reserved outside the lending
+	open          int                    // lent or idle sessions, and those being opened
+	byOwner       map[string]int         // open of each owner
+	lentBy        map[string]int         // lent of each owner, in all pools
+	warming       map[*Pool]bool         // the open pools whose runs are warmed for: each warms a share
+	idle          []*Session             // open and unused, oldest first
+	lines         map[key][]*waiter      // runs waiting, by owner and database
+	turns         []key                  // the lines in the order they take turns
+	turn          int                    // the index in turns of the next line to serve
+	idleTimer     *time.Timer            // closes the sessions idle too long
+	keepTimer     *time.Timer            // serves the lines when a warmed session is kept no longer
+	closing       []*pgx.Conn            // sessions to close once the lock is released
+	server        backoff                // after the server refused sessions for want of slots
+	ownerPause    map[string]*backoff    // after it refused an owner's sessions: the role's connection limit
+	retry         *time.Timer            // serves the lines again when a pause ends
+	retryAt       time.Time              // when retry fires
+	quiet         chan struct{}          // closed when no run waits in line; nil until Quiet asks
+	openTook      time.Duration          // how long opening a session takes, on average
+	holds         map[key]time.Duration  // how long a run of each line holds its session, on average
+	lastBack      map[key]time.Time      // when a run of each line last gave its session back
+	heldBack      bool                   // a line was refused a move since the lines were last served
+	starts        []*start               // the runs counted as starting, oldest first (some done)
+	startingN     int                    // the runs starting: of starts, those not done
+	startTimer    *time.Timer            // serves the lines when the oldest starting run stops counting
+	logins        map[string]loginBucket // the logins each owner may still make, when fewer than all
+	loginsPruneAt int                    // the owners in logins at which those with all back are forgotten
 }
 
 // key names a line: the runs of one owner in one database.

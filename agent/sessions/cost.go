@@ -53,10 +53,14 @@ func (b *Budget) stuckSince(k key) time.Time {
 }
 
 // roomToRun is room for a run of line k: closing another line's idle session only when that is
-// worth it. b.mu is held.
+// worth it, and none while k's owner has no login left (logins.go). b.mu is held.
 func (b *Budget) roomToRun(k key) (evict *Session, ok bool) {
 	if b.startsFull() {
 		return nil, false // the start timer serves the lines again
+	}
+	if b.loginWait(k.owner) > 0 {
+		b.heldBack = true // dispatch then arms the timer that serves k when its login is due
+		return nil, false
 	}
 	evict, ok = b.room(k, func(s *Session) bool {
 		if b.awaited(s) && !b.urgent(k, s) {

@@ -15,6 +15,7 @@ func (b *Budget) dispatch() {
 			b.heldBack = false
 			b.armRetry()
 		}
+		b.quietIfOnlyPaced()
 	}()
 	for len(b.turns) > 0 {
 		best, bestIdle := -1, false
@@ -42,6 +43,7 @@ func (b *Budget) dispatch() {
 				continue // its idle sessions were gone (closed by takeIdle): looked at anew
 			}
 			b.permit(k, evict)
+			b.loggedIn(k.owner)
 			g.open = true
 		}
 		g.start = b.beginStart()
@@ -157,19 +159,25 @@ func (b *Budget) leave(k key) {
 			break
 		}
 	}
-	if len(b.turns) == 0 && b.quiet != nil {
+	b.quietIfOnlyPaced()
+}
+
+// quietIfOnlyPaced closes the channel of Quiet once no run waits in line but for its owner's next
+// login: those wait for time, not for the server. b.mu is held.
+func (b *Budget) quietIfOnlyPaced() {
+	if b.quiet != nil && !b.waitingForRoom() {
 		close(b.quiet)
 		b.quiet = nil
 	}
 }
 
-// Quiet returns a channel that is closed once no run waits in line for a session of the budget:
-// closed already when none waits now. Bookkeeping that can wait (recording the runs that ended,
+// Quiet returns a channel that is closed once no run waits in line for a session of the budget
+// (but runs waiting for their owners' next logins): closed already when none waits now. Bookkeeping that can wait (recording the runs that ended,
 // writing plans) waits for it, so that it takes no server time from the runs still waiting.
 func (b *Budget) Quiet() <-chan struct{} {
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	if len(b.turns) == 0 {
+	if !b.waitingForRoom() {
 		done := make(chan struct{})
 		close(done)
 		return done

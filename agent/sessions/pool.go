@@ -111,6 +111,7 @@ func (p *Pool) Acquire(ctx context.Context, owner string, hooks Hooks) (*Session
 			if g.s = b.takeIdle(k); g.s == nil {
 				if evict, ok := b.roomToRun(k); ok {
 					b.permit(k, evict)
+					b.loggedIn(k.owner)
 					g.open = true
 				}
 			}

@@ -81,7 +81,8 @@ func (b *Budget) paused(k key) bool {
 	return now.Before(k.pool.pause.until)
 }
 
-// armRetry makes sure the lines are served again when the earliest pause ends, or when the first
+// armRetry makes sure the lines are served again when the earliest pause ends (an owner's next
+// login among them), or when the first
 // run of a line has waited OldestAfter or its line's sessions have been out for twice the time a
 // session takes to open (it may then close another line's idle session, see worthMoving), or when
 // an idle session has been idle for the time a session takes to open (see awaited). b.mu is held.
@@ -99,6 +100,9 @@ func (b *Budget) armRetry() {
 	}
 	for _, k := range b.turns {
 		consider(k.pool.pause.until)
+		if wait := b.loginWait(k.owner); wait > 0 {
+			consider(now.Add(wait))
+		}
 		consider(b.lines[k][0].since.Add(b.oldestAfter() + time.Millisecond))
 		if since := b.stuckSince(k); !since.IsZero() && b.openTook > 0 {
 			consider(since.Add(2*b.openTook + time.Millisecond))

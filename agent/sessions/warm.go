@@ -21,7 +21,7 @@ func (p *Pool) Warm(ctx context.Context, owner string, n int) {
 	k := key{p, owner}
 	b.mu.Lock()
 	permits := 0
-	if len(b.turns) == 0 && !p.closed {
+	if !b.waitingForRoom() && !p.closed {
 		least, most := b.warmShares()
 		// No more than may start at once: a session beyond serves a run only once another has
 		// started, which an open session of the line serves as well, and each costs the server a

@@ -48,22 +48,23 @@ var errPasswordNotAsked = errors.New("the remote server let the task in without 
 // the role there being the task's choice: the SCRAM iterations of a login by maxIterations (0 means
 // authwatch.DefaultMaxIterations), the attempts (hosts, their addresses, each again without TLS
 // under sslmode=prefer), the SCRAM logins and the bytes before the session is ready by authwatch's
-// bounds, and the whole connection by remoteConnectLimit.
-func remoteConfig(connString string, trusted bool, maxIterations int) (*pgconn.Config, error) {
+// bounds, and the whole connection by remoteConnectLimit. watched returns the watch of the latest
+// attempt.
+func remoteConfig(connString string, trusted bool, maxIterations int) (cfg *pgconn.Config, watched func() *authwatch.Reader, err error) {
 	keys, err := connKeys(connString)
 	if err != nil {
-		return nil, fmt.Errorf("the remote connection string: %w", err)
+		return nil, nil, fmt.Errorf("the remote connection string: %w", err)
 	}
 	if !trusted {
 		for _, k := range agentFileKeys {
 			if _, ok := keys[k]; ok {
-				return nil, fmt.Errorf("the remote connection string names %s: a remote task of a role that is not a superuser may not use the agent's files (services, password files, certificates and keys)", k)
+				return nil, nil, fmt.Errorf("the remote connection string names %s: a remote task of a role that is not a superuser may not use the agent's files (services, password files, certificates and keys)", k)
 			}
 		}
 	}
-	cfg, err := pgconn.ParseConfig(connString)
+	cfg, err = pgconn.ParseConfig(connString)
 	if err != nil {
-		return nil, fmt.Errorf("the remote connection string: %w", err)
+		return nil, nil, fmt.Errorf("the remote connection string: %w", err)
 	}
 	if _, ok := keys["connect_timeout"]; !ok {
 		cfg.ConnectTimeout = remoteConnectTimeout
@@ -72,10 +73,10 @@ func remoteConfig(connString string, trusted bool, maxIterations int) (*pgconn.C
 		cfg.RuntimeParams["application_name"] = "pgjobs task"
 	}
 	if attempts := 1 + len(cfg.Fallbacks); attempts > authwatch.MaxAttempts {
-		return nil, fmt.Errorf("the remote connection string leads to %d connection attempts (hosts, and each again without TLS under sslmode=prefer), more than %d", attempts, authwatch.MaxAttempts)
+		return nil, nil, fmt.Errorf("the remote connection string leads to %d connection attempts (hosts, and each again without TLS under sslmode=prefer), more than %d", attempts, authwatch.MaxAttempts)
 	}
 	cfg.MaxProtocolMessageBodyLen = sessions.MaxMessage // also for target_session_attrs' query
-	watched := authwatch.Watch(cfg, authwatch.RemoteLimits(maxIterations))
+	watched = authwatch.Watch(cfg, authwatch.RemoteLimits(maxIterations))
 	targetAttrs := cfg.ValidateConnect // target_session_attrs, if the string gives them
 	cfg.ValidateConnect = func(ctx context.Context, pc *pgconn.PgConn) error {
 		c := watched()
@@ -90,13 +91,13 @@ func remoteConfig(connString string, trusted bool, maxIterations int) (*pgconn.C
 		return err // as it is: pgx tells a NotPreferredError by its type
 	}
 	if trusted {
-		return cfg, nil
+		return cfg, watched, nil
 	}
 	if keys["password"] == "" {
-		return nil, errNoPassword
+		return nil, nil, errNoPassword
 	}
 	if keys["user"] == "" {
-		return nil, errors.New("a remote task of a role that is not a superuser must name its user in the connection string (user=...): the agent's own user name is not used for it")
+		return nil, nil, errors.New("a remote task of a role that is not a superuser must name its user in the connection string (user=...): the agent's own user name is not used for it")
 	}
 	cfg.Password = keys["password"]
 	fallbacks := append([]*pgconn.FallbackConfig{{TLSConfig: cfg.TLSConfig}}, cfg.Fallbacks...)
@@ -105,7 +106,7 @@ func remoteConfig(connString string, trusted bool, maxIterations int) (*pgconn.C
 			f.TLSConfig.Certificates, f.TLSConfig.GetClientCertificate = nil, nil
 		}
 	}
-	return cfg, nil
+	return cfg, watched, nil
 }
 
 // validate runs pgx's check of target_session_attrs, if any, on a remote server's session; its
@@ -189,9 +190,10 @@ func isSpace(c byte) bool {
 }
 
 // runRemote runs a remote task's input on a connection of its own, opened with its string, and
-// closes it after; started is told the remote backend's pid once connected.
-func runRemote(ctx context.Context, connString string, trusted bool, maxIterations int, timeout time.Duration, input string, out *Output, started func(pid uint32)) Result {
-	cfg, err := remoteConfig(connString, trusted, maxIterations)
+// closes it after; started is told the remote backend's pid and the SCRAM logins of the connection
+// once connected (Result.Logins has them too).
+func runRemote(ctx context.Context, connString string, trusted bool, maxIterations int, timeout time.Duration, input string, out *Output, started func(pid uint32, logins int)) Result {
+	cfg, watched, err := remoteConfig(connString, trusted, maxIterations)
 	if err != nil {
 		text := AgentErrorText(err.Error(), input)
 		return Result{Error: &text, SQLState: "42501"} // the same string fails the same way again
@@ -199,6 +201,10 @@ func runRemote(ctx context.Context, connString string, trusted bool, maxIteratio
 	connectCtx, cancel := context.WithTimeout(ctx, remoteConnectLimit)
 	conn, err := pgconn.ConnectConfig(connectCtx, cfg)
 	cancel()
+	logins := 0
+	if c := watched(); c != nil {
+		logins = c.Logins()
+	}
 	if err != nil {
 		code := "08001"
 		switch {
@@ -208,11 +214,11 @@ func runRemote(ctx context.Context, connString string, trusted bool, maxIteratio
 			code = authwatch.SQLState(err)
 		}
 		text := AgentErrorText(fmt.Sprintf("could not connect to the remote server: %v", err), input)
-		return Result{Error: &text, SQLState: code}
+		return Result{Error: &text, SQLState: code, Logins: logins}
 	}
 	defer conn.Conn().Close() // last: pgx's close after a broken read would wait 15 s for the server
 	defer conn.Close(context.Background())
-	started(conn.PID())
+	started(conn.PID(), logins)
 	ms := timeout.Milliseconds()
 	if timeout > 0 && ms == 0 {
 		ms = 1
@@ -229,6 +235,7 @@ func runRemote(ctx context.Context, connString string, trusted bool, maxIteratio
 		defer closer.Stop()
 	}
 	r := execute(ctx, conn, fmt.Sprintf("SET statement_timeout = %d", ms), input, "", func() {}, out) // another server: no proof
+	r.Logins = logins
 	if expired.Load() && r.Broken {
 		text := AgentErrorText(fmt.Sprintf("the remote server did not end the task within %s (twice its timeout of %s, and %s): the agent closed the connection", limit, timeout, remoteTimeoutGrace), input)
 		r.Error, r.SQLState = &text, "57014"

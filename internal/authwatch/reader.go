@@ -63,6 +63,15 @@ func newReader(r io.Reader, conn net.Conn, b *bounds) *Reader {
 // the caller's ValidateConnect passed, and the bytes read no longer count as the startup's.
 func (c *Reader) Connected() { c.connected.Store(true) }
 
+// Logins returns the SCRAM logins computed so far by the attempts of the Reader's connection, with
+// Limits.MaxLogins (0 without).
+func (c *Reader) Logins() int {
+	if c.bounds.MaxLogins <= 0 {
+		return 0
+	}
+	return min(int(c.bounds.logins.Load()), c.bounds.MaxLogins) // one over the bound was refused
+}
+
 // PasswordAsked reports whether the server asked for a password (cleartext, MD5 or SCRAM) before
 // it accepted the session.
 func (c *Reader) PasswordAsked() bool { return c.passwordAsked }
