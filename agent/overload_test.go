@@ -15,9 +15,11 @@ import (
 // alice adds functions of the names bob's and a superuser's jobs call: an overload that fits the
 // call better than its polymorphic function (public.bob_poly(integer) beside bob_poly(anyelement),
 // which PostgreSQL would choose), one that makes the call ambiguous, and one in place of a function
-// bob dropped. None of hers runs: each run fails, naming her function and role. What the owner
-// trusted still runs: bob's own overloads, a function he dropped and made again, a superuser's
-// overload, and carol's overload of carol's function, which bob chose to call.
+// bob dropped, and domains of the names, which PostgreSQL reads as casts. None of hers runs: each
+// run fails, naming her object and role. What the owner trusted still runs: bob's own overloads, a
+// function he dropped and made again, a superuser's overload, and carol's overload of carol's
+// function, which bob chose to call; and alice's table and domain of the names of calls that
+// PostgreSQL never reads as casts (no argument, two) refuse nothing.
 func TestOverloadOfTheJobsFunction(t *testing.T) {
 	t.Parallel()
 	db := newTestDB(t)
@@ -41,11 +43,12 @@ func TestOverloadOfTheJobsFunction(t *testing.T) {
 	as(bob, function("bob_poly(x anyelement)", "bob_poly")+function("bob_int(x int)", "bob_int")+
 		function("bob_own(x int)", "bob_own")+function("bob_own(x text)", "bob_own text")+
 		function("bob_again(x int)", "bob_again")+function("bob_gone(x int)", "bob_gone")+
-		function("bob_dom(x anyelement)", "bob_dom")+function("bob_renamed(x int)", "bob_renamed")+`
+		function("bob_dom(x anyelement)", "bob_dom")+function("bob_renamed(x int)", "bob_renamed")+
+		function("bob_table()", "bob_table")+function("bob_two(x anyelement, y int)", "bob_two")+`
 		SELECT pgj_create_schedule('Bob01', 'D 01');
 		SELECT pgj_create_job(j, c, null, 'Bob01') FROM (VALUES ('Poly', 'bob_poly(1)'), ('Int', 'bob_int(1)'),
 			('Own', 'bob_own(1)'), ('Again', 'bob_again(1)'), ('Gone', 'bob_gone(1)'), ('Carol', 'carol_f(1)'),
-			('Dom', 'bob_dom(1)'), ('Renamed', 'bob_renamed(1)')) AS v(j, c)`)
+			('Dom', 'bob_dom(1)'), ('Renamed', 'bob_renamed(1)'), ('Table', 'bob_table()'), ('Two', 'bob_two(1, 2)')) AS v(j, c)`)
 
 	as(alice, function("bob_poly(x integer)", "hijacked")+function("bob_int(x int, y int DEFAULT 0)", "hijacked")+
 		function("su_poly(x integer)", "hijacked")+`
@@ -53,6 +56,8 @@ func TestOverloadOfTheJobsFunction(t *testing.T) {
 		CREATE DOMAIN public.bob_dom AS integer CHECK (public.alice_check(VALUE));`)
 	as(bob, "ALTER FUNCTION public.bob_renamed(int) RENAME TO bob_renamed_again")
 	as(alice, "CREATE DOMAIN public.bob_renamed AS integer CHECK (public.alice_check(VALUE))")
+	// Not read as casts: a table's row type, and a call of two arguments (the second attack).
+	as(alice, "CREATE TABLE public.bob_table (x int); CREATE DOMAIN public.bob_two AS integer CHECK (public.alice_check(VALUE))")
 	as(bob, "DROP FUNCTION public.bob_again(int); DROP FUNCTION public.bob_gone(int);"+function("bob_again(x int)", "bob_again made again"))
 	as(alice, function("bob_gone(x int)", "hijacked"))
 	as(carol, function("carol_f(x integer)", "carol_f(integer)"))
@@ -60,15 +65,16 @@ func TestOverloadOfTheJobsFunction(t *testing.T) {
 
 	clock := fakeclock.New(t0)
 	startAgent(t, clock, db)
-	got := fireAt(t, db, clock, t0.Add(time.Minute), 9)
+	got := fireAt(t, db, clock, t0.Add(time.Minute), 11)
 	slices.Sort(got)
 	want := []string{"Again ok 10:01", "Carol ok 10:01", "Dom error 10:01 42725", "Gone error 10:01 42725", "Int error 10:01 42725", "Own ok 10:01",
-		"Poly error 10:01 42725", "Renamed error 10:01 42725", "Su error 10:01 42725"}
+		"Poly error 10:01 42725", "Renamed error 10:01 42725", "Su error 10:01 42725", "Table ok 10:01", "Two ok 10:01"}
 	if !slices.Equal(got, want) {
 		t.Fatalf("runs = %q, want %q", got, want)
 	}
 	if c := calls(t, db); strings.Contains(c, "hijacked") || !strings.Contains(c, "bob_again made again as "+bob) ||
-		!strings.Contains(c, "bob_own as "+bob) || !strings.Contains(c, "carol_f(integer) as "+bob) {
+		!strings.Contains(c, "bob_own as "+bob) || !strings.Contains(c, "carol_f(integer) as "+bob) ||
+		!strings.Contains(c, "bob_table as "+bob) || !strings.Contains(c, "bob_two as "+bob) {
 		t.Fatalf("calls = %q: want none of alice's functions, and bob's, carol's and the superuser's own", c)
 	}
 	rows, _ := db.conn.Query(ctx, "SELECT runjobname || ': ' || runmessage FROM pgjobs.pgj_run_ WHERE runstatus = 'error' ORDER BY runjobname")

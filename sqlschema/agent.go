@@ -17,8 +17,9 @@ import (
 // RunGuardSQL is the statement sent on a run's session right before the call, in the same round
 // trip: with the owner's role OID ($1) and name ($2), it fails unless the session is of that role,
 // which still exists, may log in and has not expired; with the OID of the function the call was set
-// to ($3) and the schema and name the call gives ($4, $5, see CallName), it fails unless every
-// function of that schema and name is the owner's, that function's owner's or a superuser's.
+// to ($3), the schema and name the call gives ($4, $5) and whether it may be read as a cast ($6,
+// see ParseStoredCall), it fails unless every function of that schema and name (and every type,
+// for a cast) is the owner's, that function's owner's or a superuser's.
 func RunGuardSQL() string { return query("run_guard") }
 
 // RunGuardWarm runs the guard of RunGuardSQL once on a new owner session for the session's own

@@ -6,15 +6,27 @@ import (
 	"unicode/utf8"
 )
 
-// CallName returns the schema and the name of the function a stored call names: the call as
-// pgj_call_resolve_ wrote it back, `schema.name(arguments)`, each part as quote_ident writes it
-// (bare: a lowercase letter or underscore, then lowercase letters, digits and underscores; else in
-// double quotes, a quote doubled). The run's guard checks who owns the functions of that name.
-func CallName(call string) (schema, name string, err error) {
+// StoredCall is what the run's guard is told of a stored call: the schema and the name of the
+// function it names, and whether PostgreSQL may read it as a cast to a type of that name.
+type StoredCall struct {
+	Schema, Name string
+	// Castable: the call has one positional argument (VARIADIC included), the only form that
+	// PostgreSQL reads as a cast to a type of the function's name when no function fits exactly.
+	Castable bool
+}
+
+// ParseStoredCall reads a stored call as pgj_call_resolve_ wrote it back,
+// `schema.name(arguments)`: each part of the name as quote_ident writes it (bare: a lowercase
+// letter or underscore, then lowercase letters, digits and underscores; else in double quotes, a
+// quote doubled), the arguments as pg_get_viewdef writes them. Arguments it cannot count are taken
+// as castable: the guard then looks at more, never at less.
+func ParseStoredCall(call string) (StoredCall, error) {
+	var c StoredCall
 	schema, rest, err := ident(call, 0)
 	if err == nil && !strings.HasPrefix(rest, ".") {
 		err = fmt.Errorf("position %d: want '.' after the schema", len(call)-len(rest)+1)
 	}
+	var name string
 	if err == nil {
 		name, rest, err = ident(call, len(call)-len(rest)+1)
 	}
@@ -22,9 +34,70 @@ func CallName(call string) (schema, name string, err error) {
 		err = fmt.Errorf("position %d: want '(' after the function's name", len(call)-len(rest)+1)
 	}
 	if err != nil {
-		return "", "", fmt.Errorf("the stored call %q does not start with a schema-qualified function name: %w", truncate(call, 200), err)
+		return c, fmt.Errorf("the stored call %q does not start with a schema-qualified function name: %w", truncate(call, 200), err)
 	}
-	return schema, name, nil
+	c.Schema, c.Name = schema, name
+	args, named, counted := countArguments(rest[1:])
+	c.Castable = !counted || args == 1 && !named
+	return c, nil
+}
+
+// countArguments counts the arguments of s, what follows a call's opening parenthesis, up to the
+// parenthesis that closes it, and reports whether one is named (name => value); counted is false
+// when s does not end that way.
+func countArguments(s string) (args int, named, counted bool) {
+	depth, commas, empty := 0, 0, true
+	for i := 0; i < len(s); i++ {
+		switch ch := s[i]; {
+		case ch == '\'' || ch == '"': // a string or a quoted identifier, the quote doubled inside
+			end := closingQuote(s, i+1, ch)
+			if end < 0 {
+				return 0, false, false
+			}
+			i = end
+			empty = false
+		case ch == '(' || ch == '[':
+			depth++
+			empty = false
+		case ch == ')' || ch == ']':
+			if depth == 0 {
+				if ch != ')' {
+					return 0, false, false
+				}
+				if empty {
+					return 0, false, true
+				}
+				return commas + 1, named, true
+			}
+			depth--
+		case ch == ',' && depth == 0:
+			commas++
+		case ch == '=' && depth == 0 && i+1 < len(s) && s[i+1] == '>':
+			named = true
+			i++
+		case ch == '$':
+			return 0, false, false // no dollar quote is written back: not counted
+		case ch != ' ':
+			empty = false
+		}
+	}
+	return 0, false, false
+}
+
+// closingQuote returns the index of the quote q that closes the quoted text of s from `from`, a
+// quote doubled standing for itself; -1 when none does.
+func closingQuote(s string, from int, q byte) int {
+	for i := from; i < len(s); i++ {
+		if s[i] != q {
+			continue
+		}
+		if i+1 < len(s) && s[i+1] == q {
+			i++
+			continue
+		}
+		return i
+	}
+	return -1
 }
 
 // ident reads the identifier at byte offset at of s, as quote_ident writes it, and returns it

@@ -12,18 +12,17 @@ import (
 type job struct {
 	id        int
 	name      string
-	call      string             // the function call, run as SELECT <call>
-	owner     string             // the role the job runs as (its name when it was dropped)
-	ownerID   uint32             // and its OID
-	ownerGone bool               // the role was dropped: the job does not run
-	resolved  bool               // the call was resolved when it was set; a version 1 call that could not be does not run
-	funcOID   uint32             // the function it was resolved to
-	schema    string             // the schema the call gives, for the guard (sqlschema.CallName)
-	function  string             // and the function's name
-	callErr   error              // the call does not start with a schema-qualified name: the job does not run
-	startup   bool               // run once when the agent starts
-	start     *schedule.Schedule // the start schedule, nil when none
-	startSet  time.Time          // when the start schedule was set: it gates from its first fire after this
+	call      string               // the function call, run as SELECT <call>
+	owner     string               // the role the job runs as (its name when it was dropped)
+	ownerID   uint32               // and its OID
+	ownerGone bool                 // the role was dropped: the job does not run
+	resolved  bool                 // the call was resolved when it was set; a version 1 call that could not be does not run
+	funcOID   uint32               // the function it was resolved to
+	stored    sqlschema.StoredCall // the call's schema, name and form, for the guard
+	callErr   error                // the call does not start with a schema-qualified name: the job does not run
+	startup   bool                 // run once when the agent starts
+	start     *schedule.Schedule   // the start schedule, nil when none
+	startSet  time.Time            // when the start schedule was set: it gates from its first fire after this
 	every     []schedule.Schedule
 	plannedAt *time.Time    // jobnextrun as the database has it: the fire planned before, if any
 	lastFire  *time.Time    // the latest fire claimed, if any
@@ -46,7 +45,7 @@ func storedJob(s sqlschema.StoredJob, loc *time.Location, anchor time.Time) (*jo
 	j := &job{id: s.ID, name: s.Name, call: s.Call, owner: owner, ownerID: s.OwnerID, ownerGone: s.Owner == nil, resolved: s.Resolved,
 		funcOID: s.FuncOID, startup: s.Startup, startSet: s.StartSet, plannedAt: s.NextRun, lastFire: s.LastFire, lastRun: s.LastFireRun, timeout: timeout, resumed: s.Resumed}
 	if j.resolved {
-		j.schema, j.function, j.callErr = sqlschema.CallName(s.Call)
+		j.stored, j.callErr = sqlschema.ParseStoredCall(s.Call)
 	}
 	if err := j.parseJobSchedules(s.StartSchedule, s.Schedules, loc, anchor); err != nil {
 		return nil, err

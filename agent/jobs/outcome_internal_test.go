@@ -4,6 +4,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/pgjobs/pgjobs/sqlschema"
 )
 
 // TestRefusal: a job whose owner was dropped, whose call was never resolved, or whose stored call
@@ -40,8 +42,8 @@ func TestRefusal(t *testing.T) {
 			if !strings.Contains(why, c.why) || !strings.Contains(hint, c.hint) || (c.why == "") != (why == "") {
 				t.Fatalf("refusal = %q, %q; want %q, %q", why, hint, c.why, c.hint)
 			}
-			if c.why == "" && (j.schema != "My App" || j.function != "run_it" || j.funcOID != 16384) {
-				t.Fatalf("the guard's arguments: %q, %q, %d", j.schema, j.function, j.funcOID)
+			if want := (sqlschema.StoredCall{Schema: "My App", Name: "run_it", Castable: true}); c.why == "" && (j.stored != want || j.funcOID != 16384) {
+				t.Fatalf("the guard's arguments: %+v, %d", j.stored, j.funcOID)
 			}
 		})
 	}

@@ -328,7 +328,7 @@ func (s *Service) runCall(session *sessions.Session, j *job) error {
 	}
 	stmts = append(stmts,
 		sessions.Statement{SQL: sqlschema.RunGuardSQL(), Args: [][]byte{[]byte(strconv.FormatUint(uint64(j.ownerID), 10)), []byte(j.owner),
-			[]byte(strconv.FormatUint(uint64(j.funcOID), 10)), []byte(j.schema), []byte(j.function)}},
+			[]byte(strconv.FormatUint(uint64(j.funcOID), 10)), []byte(j.stored.Schema), []byte(j.stored.Name), []byte(strconv.FormatBool(j.stored.Castable))}},
 		sessions.Statement{SQL: CallSQL(j.call)})
 	return session.Run(ctx, stmts)
 }

@@ -104,6 +104,7 @@ func (p *Pool) endBackend(owner string, pid uint32, start time.Time) (ended bool
 	if p.OpenToEnd != nil {
 		open = p.OpenToEnd
 	}
+	p.ChargeLogins(owner, 1) // within the owner's logins, not waiting for one: a bound on a backend
 	conn, _, err := open(ctx, owner)
 	if err != nil {
 		return false, err

@@ -111,9 +111,9 @@ func (p *Pool) AwaitLogin(ctx context.Context, owner string) error {
 	}
 }
 
-// ChargeLogins counts n more logins of owner made outside the pools (the further SCRAM logins of
-// a remote task's connection, past the one AwaitLogin counted): its next ones wait that much
-// longer. n <= 0 counts nothing.
+// ChargeLogins counts n more logins of owner made outside the pools without waiting for them (the
+// further SCRAM logins of a remote task's connection, past the one AwaitLogin counted; a session
+// that ends a run's backend): its next ones wait that much longer. n <= 0 counts nothing.
 func (p *Pool) ChargeLogins(owner string, n int) {
 	b := p.budget
 	b.mu.Lock()

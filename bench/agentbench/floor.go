@@ -56,9 +56,9 @@ type floorDB struct {
 
 // floorCall is a job's call and what its guard is given.
 type floorCall struct {
-	call             string
-	funcOID          uint32
-	schema, function string
+	call    string
+	funcOID uint32
+	stored  sqlschema.StoredCall
 }
 
 // openFloor opens the floor's sessions on dbs, whose jobs are made: each database has its share of
@@ -215,7 +215,7 @@ func openFloorDB(ctx context.Context, dsn, name string, n int) (*floorDB, error)
 		return d, fmt.Errorf("the jobs' calls: %w", err)
 	}
 	for i, c := range d.calls {
-		if d.calls[i].schema, d.calls[i].function, err = sqlschema.CallName(c.call); err != nil {
+		if d.calls[i].stored, err = sqlschema.ParseStoredCall(c.call); err != nil {
 			return d, fmt.Errorf("the jobs' calls: %w", err)
 		}
 	}
@@ -237,7 +237,7 @@ func openFloorDB(ctx context.Context, dsn, name string, n int) (*floorDB, error)
 func (d *floorDB) run(ctx context.Context, conn *pgconn.PgConn, call floorCall) error {
 	fe := conn.Frontend()
 	fe.Send(&pgproto3.Parse{Query: sqlschema.RunGuardSQL()})
-	fe.Send(&pgproto3.Bind{Parameters: [][]byte{[]byte(d.ownerID), []byte(d.owner), []byte(strconv.FormatUint(uint64(call.funcOID), 10)), []byte(call.schema), []byte(call.function)}})
+	fe.Send(&pgproto3.Bind{Parameters: [][]byte{[]byte(d.ownerID), []byte(d.owner), []byte(strconv.FormatUint(uint64(call.funcOID), 10)), []byte(call.stored.Schema), []byte(call.stored.Name), []byte(strconv.FormatBool(call.stored.Castable))}})
 	fe.Send(&pgproto3.Execute{})
 	fe.Send(&pgproto3.Parse{Query: jobs.CallSQL(call.call)})
 	fe.Send(&pgproto3.Bind{})

@@ -30,11 +30,12 @@ $$;
 -- pgj_run_check_ is the agent's guard before each run, sent on the run's session in the same
 -- round trip as the call and run before it: the session must be of the job's owner (role p_owner,
 -- by OID: not a new role of the same name), which still exists, may log in and has not expired;
--- and every function and type named p_name in schema p_schema (the name the stored call gives)
--- must be owned by that role, by the owner of function p_funcoid (the one the call was set to)
+-- and every function named p_name in schema p_schema (the name the stored call gives), and every
+-- type of that name but a table's row type when the call has one positional argument
+-- (p_castable), must be owned by that role, by the owner of function p_funcoid (the one the call was set to)
 -- while it keeps that schema and name, or by a superuser. It also sets standard_conforming_strings on for the
 -- run's transaction, before the call is parsed, whatever an earlier run left in the session.
-CREATE FUNCTION pgjobs.pgj_run_check_(p_owner oid, p_owner_name text, p_funcoid oid, p_schema text, p_name text) RETURNS void
+CREATE FUNCTION pgjobs.pgj_run_check_(p_owner oid, p_owner_name text, p_funcoid oid, p_schema text, p_name text, p_castable boolean) RETURNS void
 LANGUAGE plpgsql
 SET search_path = pg_catalog, pg_temp
 AS $$
@@ -42,7 +43,7 @@ DECLARE
     r record;
     other record;
 BEGIN
-    IF p_funcoid IS NULL OR p_schema IS NULL OR p_name IS NULL THEN
+    IF p_funcoid IS NULL OR p_schema IS NULL OR p_name IS NULL OR p_castable IS NULL THEN
         RAISE EXCEPTION 'the job''s call has no function, schema or name to check: the job does not run'
             USING ERRCODE = 'null_value_not_allowed';
     END IF;
@@ -62,7 +63,9 @@ BEGIN
     END IF;
     -- The schema by its name through the catalog cache (to_regnamespace), not a scan of
     -- pg_namespace: the guard runs before every run. A type of the name counts as much as a
-    -- function: PostgreSQL reads name(x) as a cast to it when no function fits exactly.
+    -- function when the call has one positional argument (p_castable): PostgreSQL then reads
+    -- name(x) as a cast to it when no function fits exactly; not a table's row type, which it never
+    -- casts to that way.
     SELECT o.what, o.owner INTO other
     FROM (SELECT p.oid::regprocedure::text AS what, p.proowner AS owner, p.pronamespace AS nsp
           FROM pg_proc p
@@ -70,7 +73,8 @@ BEGIN
           UNION ALL
           SELECT 'type ' || t.oid::regtype::text, t.typowner, t.typnamespace
           FROM pg_type t
-          WHERE t.typnamespace = to_regnamespace(quote_ident(p_schema)) AND t.typname = p_name) o
+          WHERE p_castable AND t.typnamespace = to_regnamespace(quote_ident(p_schema)) AND t.typname = p_name
+            AND t.typrelid = 0) o
     WHERE o.owner <> p_owner
       AND o.owner IS DISTINCT FROM (SELECT f.proowner FROM pg_proc f
                                     WHERE f.oid = p_funcoid AND f.pronamespace = o.nsp AND f.proname = p_name)
@@ -94,5 +98,5 @@ BEGIN
 END
 $$;
 
-REVOKE ALL ON FUNCTION pgjobs.pgj_run_check_(oid, text, oid, text, text) FROM PUBLIC;
-GRANT EXECUTE ON FUNCTION pgjobs.pgj_run_check_(oid, text, oid, text, text) TO PUBLIC;
+REVOKE ALL ON FUNCTION pgjobs.pgj_run_check_(oid, text, oid, text, text, boolean) FROM PUBLIC;
+GRANT EXECUTE ON FUNCTION pgjobs.pgj_run_check_(oid, text, oid, text, text, boolean) TO PUBLIC;
