@@ -172,8 +172,9 @@ func (b *Budget) quietIfOnlyPaced() {
 }
 
 // Quiet returns a channel that is closed once no run waits in line for a session of the budget
-// (but runs waiting for their owners' next logins): closed already when none waits now. Bookkeeping that can wait (recording the runs that ended,
-// writing plans) waits for it, so that it takes no server time from the runs still waiting.
+// (but runs waiting for their owners' next logins): closed already when none waits now.
+// Bookkeeping that can wait (recording the runs that ended, writing plans) waits for it, so that it
+// takes no server time from the runs still waiting.
 func (b *Budget) Quiet() <-chan struct{} {
 	b.mu.Lock()
 	defer b.mu.Unlock()

@@ -3,13 +3,14 @@
 -- name again at each run: a role that may create in the function's schema (many databases still
 -- let every role create in public) could add an overload that fits better, such as f(integer)
 -- beside f(anyelement), and the job's owner would run it; or one that makes the call ambiguous; or
--- a type of that name, which PostgreSQL takes for a cast of a call's single argument (a domain's
--- CHECK then runs as the owner). So the run goes on only when every function and type of that
--- schema and name is owned by the job's owner, by the owner of the function the call was set to
--- (whom the owner trusted then: that role may change its function's body anyway), or by a
--- superuser. A function dropped and created again, or renamed, is no longer the one the call was
--- set to: the functions and types of that name must then be the owner's or a superuser's, or the
--- owner sets the call again.
+-- a type of that name, which PostgreSQL takes for a cast of a call's single positional argument
+-- when no function fits exactly (a domain's CHECK then runs as the owner). So the run goes on only
+-- when every function of that schema and name, and every type of it for a call of one positional
+-- argument (but a table's row type), is owned by the job's owner, by the owner of the function the
+-- call was set to (whom the owner trusted then: that role may change its function's body anyway),
+-- or by a superuser. A function dropped and created again, or renamed, is no longer the one the
+-- call was set to: what has that name must then be the owner's or a superuser's, or the owner sets
+-- the call again.
 --
 -- The guard is a statement of its own, before the call's: what is created between the two is not
 -- seen by it (see docs/security.md). It closes what sits there beforehand, not a race.
@@ -32,9 +33,10 @@ $$;
 -- by OID: not a new role of the same name), which still exists, may log in and has not expired;
 -- and every function named p_name in schema p_schema (the name the stored call gives), and every
 -- type of that name but a table's row type when the call has one positional argument
--- (p_castable), must be owned by that role, by the owner of function p_funcoid (the one the call was set to)
--- while it keeps that schema and name, or by a superuser. It also sets standard_conforming_strings on for the
--- run's transaction, before the call is parsed, whatever an earlier run left in the session.
+-- (p_castable), must be owned by that role, by the owner of function p_funcoid (the one the call
+-- was set to) while it keeps that schema and name, or by a superuser. It also sets
+-- standard_conforming_strings on for the run's transaction, before the call is parsed, whatever
+-- an earlier run left in the session.
 CREATE FUNCTION pgjobs.pgj_run_check_(p_owner oid, p_owner_name text, p_funcoid oid, p_schema text, p_name text, p_castable boolean) RETURNS void
 LANGUAGE plpgsql
 SET search_path = pg_catalog, pg_temp
