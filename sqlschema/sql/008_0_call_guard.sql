@@ -13,7 +13,9 @@
 -- the call again.
 --
 -- The guard is a statement of its own, before the call's: what is created between the two is not
--- seen by it (see docs/security.md). It closes what sits there beforehand, not a race.
+-- seen by its look at the functions and types of the name. An exact call (a function the call was
+-- set to, of parameters of concrete types) cannot be taken that way; any other runs only when no
+-- role but the trusted ones may create in the schema (see docs/security.md).
 SET LOCAL search_path = pg_catalog, pg_temp;
 
 -- The guard of version 7, which an agent of that version still calls until it stops: its runs
@@ -44,6 +46,8 @@ AS $$
 DECLARE
     r record;
     other record;
+    fn record;
+    creator oid;
 BEGIN
     IF p_funcoid IS NULL OR p_schema IS NULL OR p_name IS NULL OR p_castable IS NULL THEN
         RAISE EXCEPTION 'the job''s call has no function, schema or name to check: the job does not run'
@@ -95,6 +99,49 @@ BEGIN
             other.what, pg_get_userbyid(other.owner), r.rolname
             USING ERRCODE = 'ambiguous_function',
             HINT = format('drop it, and keep other roles from creating in schema %s (REVOKE CREATE ON SCHEMA %1$s FROM PUBLIC)', quote_ident(p_schema));
+    END IF;
+    -- What a role creates between this guard and the call's parse is not seen above. It cannot
+    -- take an exact call: PostgreSQL picks the function whose parameters are the arguments' types
+    -- before any other reading, and no second function of those parameters can exist beside it.
+    -- The stored call's arguments carry their types, so the call is exact when the function it was
+    -- set to still has that schema and name and no parameter of a pseudo-type (anyelement, "any",
+    -- record, ...). Otherwise the run goes on only when no role but the trusted ones may create in
+    -- the schema: its owner (for pg_database_owner, the database's) and every role granted CREATE
+    -- on it (PUBLIC, 0, never trusted).
+    SELECT f.proowner, (SELECT string_agg(t.oid::regtype::text, ', ') FROM unnest(f.proargtypes) a JOIN pg_type t ON t.oid = a
+                        WHERE t.typtype = 'p') AS pseudo
+    INTO fn FROM pg_proc f
+    WHERE f.oid = p_funcoid AND f.proname = p_name AND f.pronamespace = to_regnamespace(quote_ident(p_schema));
+    IF NOT FOUND OR fn.pseudo IS NOT NULL THEN
+        IF to_regnamespace(quote_ident(p_schema)) IS NULL THEN
+            RAISE EXCEPTION 'the schema % of the job''s function no longer exists: the job does not run', quote_ident(p_schema)
+                USING ERRCODE = 'invalid_schema_name';
+        END IF;
+        SELECT c.role INTO creator
+        FROM (SELECT CASE WHEN c0.role = 'pg_database_owner'::regrole
+                          THEN (SELECT d.datdba FROM pg_database d WHERE d.datname = current_database())
+                          ELSE c0.role END AS role
+              FROM pg_namespace n,
+                   LATERAL (SELECT n.nspowner AS role
+                            UNION ALL
+                            SELECT x.grantee FROM aclexplode(n.nspacl) x WHERE x.privilege_type = 'CREATE') c0
+              WHERE n.oid = to_regnamespace(quote_ident(p_schema))) c
+        WHERE c.role <> p_owner AND c.role IS DISTINCT FROM fn.proowner
+          AND NOT EXISTS (SELECT FROM pg_roles a WHERE a.oid = c.role AND a.rolsuper)
+        ORDER BY c.role
+        LIMIT 1;
+        IF FOUND THEN
+            RAISE EXCEPTION '% and % may create in schema %: a function or type it created as the job runs could be called in place of the job''s, so the job does not run',
+                CASE WHEN fn.pseudo IS NULL
+                     THEN format('the function the job''s call was set to (OID %s) is no longer %s.%s', p_funcoid, quote_ident(p_schema), quote_ident(p_name))
+                     ELSE format('the job''s function %s takes an argument of a pseudo-type (%s), which a function of concrete types fits better,', p_funcoid::regprocedure, fn.pseudo) END,
+                CASE WHEN creator = 0 THEN 'every role (PUBLIC)' ELSE 'role ' || quote_ident(pg_get_userbyid(creator)) END, quote_ident(p_schema)
+                USING ERRCODE = 'ambiguous_function',
+                HINT = CASE WHEN fn.pseudo IS NULL
+                            THEN format('its owner %s sets the call again with pgj_update_job, or keeps other roles from creating in schema %s', r.rolname, quote_ident(p_schema))
+                            ELSE format('give the function parameters of concrete types, or keep other roles from creating in schema %s (REVOKE CREATE ON SCHEMA %1$s FROM %s)',
+                                        quote_ident(p_schema), CASE WHEN creator = 0 THEN 'PUBLIC' ELSE quote_ident(pg_get_userbyid(creator)) END) END;
+        END IF;
     END IF;
     PERFORM set_config('standard_conforming_strings', 'on', true);
 END
