@@ -274,3 +274,52 @@ func TestStoredCallsAreQualified(t *testing.T) {
 		}
 	}
 }
+
+// TestTemporaryObjectsAreRefused: a call may use nothing of a temporary schema. A type of the
+// caller's own is written back by its bare name, which the run would look up in the owner's search
+// path, where another role may have made a domain of that name; another session's temporary schema
+// is taken later by whichever session gets it. The guard refuses a function of a temporary schema
+// in a call stored before version 9.
+func TestTemporaryObjectsAreRefused(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	db, super := apiDatabase(t)
+	mustExec(t, super, `CREATE FUNCTION public.show(t text) RETURNS text LANGUAGE sql AS $$ SELECT t $$`)
+	alice := cluster.NewRole(t, "alice", db)
+	conn := cluster.ConnectAs(t, db, alice)
+	mustExec(t, conn, `CREATE DOMAIN pg_temp.tdom AS text;
+		CREATE TABLE pg_temp.ttab (a int);
+		CREATE FUNCTION pg_temp.tshow(t text) RETURNS text LANGUAGE sql AS $$ SELECT t $$`)
+	aliceTemp := queryString(t, conn, "SELECT pg_my_temp_schema()::regnamespace::text")
+	for _, tt := range []struct{ name, call, names string }{
+		{"cast", `public.show('x'::pg_temp.tdom)`, "type pg_temp.tdom"},
+		{"cast, unqualified", `public.show('x'::tdom)`, "type pg_temp.tdom"},
+		{"regtype", `public.show('tdom'::regtype::text)`, "type pg_temp.tdom"},
+		{"regclass", `public.show('ttab'::regclass::text)`, "table pg_temp.ttab"},
+		{"function", `pg_temp.tshow('x')`, "function " + aliceTemp + ".tshow(pg_catalog.text)"},
+	} {
+		wantError(t, conn, "SELECT pgjobs.pgj_create_job('J', "+quoteLiteral(tt.call)+", null, null)",
+			"22023", "pgj_create_job: argument 2 (function call) "+quoteLiteral(tt.call)+" uses "+tt.names+" of a temporary schema")
+	}
+	mustExec(t, conn, "SELECT pgjobs.pgj_create_job('J', 'public.show(''x'')', null, null)")
+	wantError(t, conn, "SELECT pgjobs.pgj_update_job('J', null, 'public.show(''x''::tdom)', null)",
+		"22023", "pgj_update_job: argument 3 (function call) 'public.show(''x''::tdom)' uses type pg_temp.tdom of a temporary schema")
+	if got := queryString(t, conn, "SELECT function FROM pgjobs.pgj_jobs WHERE name = 'J'"); got != "public.show('x'::text)" {
+		t.Fatalf("J's call after the refused change = %s, want it unchanged", got)
+	}
+	// Another session's temporary schema: only a superuser may use it.
+	wantError(t, super, "SELECT pgj_create_job('S', 'public.show(''x''::"+aliceTemp+".tdom)', null, null)",
+		"22023", "uses type "+aliceTemp+".tdom of a temporary schema")
+
+	var owner, funcOID uint32
+	if err := conn.QueryRow(ctx, "SELECT current_user::regrole::oid, 'pg_temp.tshow(text)'::regprocedure::oid").Scan(&owner, &funcOID); err != nil {
+		t.Fatal(err)
+	}
+	for _, schema := range []string{aliceTemp, "pg_temp", "pg_toast_temp_1"} {
+		_, err := conn.Exec(ctx, "SELECT pgjobs.pgj_run_check_($1, $2, $3, $4, 'tshow', false)", owner, alice, funcOID, schema)
+		var pgErr *pgconn.PgError
+		if !errors.As(err, &pgErr) || pgErr.Code != "3F000" || !strings.Contains(pgErr.Message, "temporary schema "+schema) {
+			t.Fatalf("guard for a function of %s: %v, want 3F000 naming the temporary schema", schema, err)
+		}
+	}
+}
