@@ -66,7 +66,7 @@ func JobFiresLoad(ctx context.Context, db DB, name, zone string) (JobFires, erro
 			return fmt.Errorf("job %q: its start schedule %q is another role's, which this role may not read", name, *startName)
 		}
 		j.Name, j.Call, j.Owner, j.OwnerWas = *jobName, *call, owner, *owner
-		j.Resolved, j.Startup, j.StartSet, j.StartSchedule = true, *startup, *created, startText
+		j.Startup, j.StartSet, j.StartSchedule = *startup, *created, startText
 		out.Paused = *paused
 		if !zoneReadable {
 			return nil

@@ -16,8 +16,7 @@ type job struct {
 	owner     string               // the role the job runs as (its name when it was dropped)
 	ownerID   uint32               // and its OID
 	ownerGone bool                 // the role was dropped: the job does not run
-	resolved  bool                 // the call was resolved when it was set; a version 1 call that could not be does not run
-	funcOID   uint32               // the function it was resolved to
+	funcOID   uint32               // the function the call was resolved to when it was set; 0 for a version 1 call that could not be (it does not run)
 	stored    sqlschema.StoredCall // the call's schema, name and form, for the guard
 	callErr   error                // the call does not start with a schema-qualified name: the job does not run
 	startup   bool                 // run once when the agent starts
@@ -42,9 +41,9 @@ func storedJob(s sqlschema.StoredJob, loc *time.Location, anchor time.Time) (*jo
 	if s.Timeout != nil {
 		timeout = *s.Timeout
 	}
-	j := &job{id: s.ID, name: s.Name, call: s.Call, owner: owner, ownerID: s.OwnerID, ownerGone: s.Owner == nil, resolved: s.Resolved,
+	j := &job{id: s.ID, name: s.Name, call: s.Call, owner: owner, ownerID: s.OwnerID, ownerGone: s.Owner == nil,
 		funcOID: s.FuncOID, startup: s.Startup, startSet: s.StartSet, plannedAt: s.NextRun, lastFire: s.LastFire, lastRun: s.LastFireRun, timeout: timeout, resumed: s.Resumed}
-	if j.resolved {
+	if j.funcOID != 0 {
 		j.stored, j.callErr = sqlschema.ParseStoredCall(s.Call)
 	}
 	if err := j.parseJobSchedules(s.StartSchedule, s.Schedules, loc, anchor); err != nil {

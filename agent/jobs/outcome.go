@@ -41,7 +41,7 @@ func refusal(j *job) (why, hint string) {
 	case j.ownerGone:
 		return fmt.Sprintf("the job's owner %s (role OID %d) was dropped: the job does not run", j.owner, j.ownerID),
 			fmt.Sprintf("a superuser may drop the job: SELECT pgjobs.pgj_drop_job(%s)", sqlLiteral(j.name))
-	case !j.resolved:
+	case j.funcOID == 0:
 		return fmt.Sprintf("the job's call %s was stored by an older pgjobs and could not be resolved for its owner %s: the job does not run", j.call, j.owner),
 			fmt.Sprintf("its owner %s sets the call again: SELECT pgjobs.pgj_update_job(%s, NULL, %s, NULL)", j.owner, sqlLiteral(j.name), sqlLiteral(j.call))
 	case j.callErr != nil:

@@ -20,17 +20,17 @@ func TestRefusal(t *testing.T) {
 	}{
 		{name: "runs"},
 		{name: "owner dropped", change: func(s *storedJobFields) { s.ownerGone = true }, why: "the job's owner alice (role OID 10) was dropped", hint: "a superuser may drop the job"},
-		{name: "not resolved", change: func(s *storedJobFields) { s.resolved = false }, why: "was stored by an older pgjobs", hint: "its owner alice sets the call again"},
+		{name: "not resolved", change: func(s *storedJobFields) { s.funcOID = 0 }, why: "was stored by an older pgjobs", hint: "its owner alice sets the call again"},
 		{name: "not qualified", change: func(s *storedJobFields) { s.call = "f()" }, why: `the stored call "f()" does not start with a schema-qualified function name: position 2: want '.' after the schema: the job does not run`, hint: "SELECT pgjobs.pgj_update_job('J', NULL, 'f()', NULL)"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			t.Parallel()
-			f := storedJobFields{call: `"My App".run_it(1)`, resolved: true}
+			f := storedJobFields{call: `"My App".run_it(1)`, funcOID: 16384}
 			if c.change != nil {
 				c.change(&f)
 			}
 			s := stored(1, "J", "alice", "D 01")
-			s.Call, s.Resolved = f.call, f.resolved
+			s.Call, s.FuncOID = f.call, f.funcOID
 			if f.ownerGone {
 				s.Owner = nil
 			}
@@ -51,6 +51,7 @@ func TestRefusal(t *testing.T) {
 
 // storedJobFields are what TestRefusal changes of a stored job.
 type storedJobFields struct {
-	call                string
-	resolved, ownerGone bool
+	call      string
+	funcOID   uint32
+	ownerGone bool
 }

@@ -15,7 +15,7 @@ import (
 var planT0 = time.Date(2026, 11, 20, 10, 0, 0, 0, time.UTC)
 
 func stored(id int, name, owner string, every ...string) sqlschema.StoredJob {
-	return sqlschema.StoredJob{ID: id, Name: name, Call: "public.f()", OwnerID: 10, Owner: &owner, OwnerWas: owner, Resolved: true, FuncOID: 16384,
+	return sqlschema.StoredJob{ID: id, Name: name, Call: "public.f()", OwnerID: 10, Owner: &owner, OwnerWas: owner, FuncOID: 16384,
 		StartSet: planT0.Add(-time.Hour), Schedules: every}
 }
 

@@ -1,9 +1,9 @@
 -- Every job that is not paused, with what the agent needs to plan and run it: its owner's role OID, the role's name
--- now (NULL when the role was dropped), whether its call was resolved (version 1 calls that could
--- not be resolved again do not run) and to which function (0: none), its start schedule and recurrences as canonical texts, the
+-- now (NULL when the role was dropped), the function its call was resolved to (0 for a version 1
+-- call that could not be resolved again: it does not run), its start schedule and recurrences as canonical texts, the
 -- fire planned before, the latest fire claimed and whether it has a run row, its time limit, and
 -- when it was last resumed.
-SELECT j.jobid, j.jobname, j.jobfunction, j.jobownerid, r.rolname, j.jobowner, j.jobfuncoid IS NOT NULL, coalesce(j.jobfuncoid, 0),
+SELECT j.jobid, j.jobname, j.jobfunction, j.jobownerid, r.rolname, j.jobowner, coalesce(j.jobfuncoid, 0),
        j.jobisstartup, j.jobstartset, f.firenext,
        st.schtext,
        ARRAY(SELECT s.schtext FROM pgjobs.pgj_job_schedule_ js JOIN pgjobs.pgj_schedule_ s ON s.schid = js.jschid
