@@ -28,9 +28,6 @@ type Result struct {
 	// Unsent: the session failed before the input was sent (the guard's query found it ended):
 	// the task may run on another session.
 	Unsent bool
-	// Logins: the SCRAM logins a remote task's connection computed, which count within its
-	// owner's logins (sessions.Pool.AwaitLogin).
-	Logins int
 }
 
 // execute runs begin, then, only if it succeeded, begun and the input, each query a simple-protocol

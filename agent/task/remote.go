@@ -189,10 +189,15 @@ func isSpace(c byte) bool {
 	return c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '\f' || c == '\v'
 }
 
+// remoteHooks tell the task service what a remote task's connection did.
+type remoteHooks struct {
+	logins  func(n int)      // the SCRAM logins the connection computed, once it is made or has failed
+	started func(pid uint32) // the remote backend's pid, once connected
+}
+
 // runRemote runs a remote task's input on a connection of its own, opened with its string, and
-// closes it after; started is told the remote backend's pid and the SCRAM logins of the connection
-// once connected (Result.Logins has them too).
-func runRemote(ctx context.Context, connString string, trusted bool, maxIterations int, timeout time.Duration, input string, out *Output, started func(pid uint32, logins int)) Result {
+// closes it after.
+func runRemote(ctx context.Context, connString string, trusted bool, maxIterations int, timeout time.Duration, input string, out *Output, hooks remoteHooks) Result {
 	cfg, watched, err := remoteConfig(connString, trusted, maxIterations)
 	if err != nil {
 		text := AgentErrorText(err.Error(), input)
@@ -205,6 +210,7 @@ func runRemote(ctx context.Context, connString string, trusted bool, maxIteratio
 	if c := watched(); c != nil {
 		logins = c.Logins()
 	}
+	hooks.logins(logins)
 	if err != nil {
 		code := "08001"
 		switch {
@@ -214,11 +220,11 @@ func runRemote(ctx context.Context, connString string, trusted bool, maxIteratio
 			code = authwatch.SQLState(err)
 		}
 		text := AgentErrorText(fmt.Sprintf("could not connect to the remote server: %v", err), input)
-		return Result{Error: &text, SQLState: code, Logins: logins}
+		return Result{Error: &text, SQLState: code}
 	}
 	defer conn.Conn().Close() // last: pgx's close after a broken read would wait 15 s for the server
 	defer conn.Close(context.Background())
-	started(conn.PID(), logins)
+	hooks.started(conn.PID())
 	ms := timeout.Milliseconds()
 	if timeout > 0 && ms == 0 {
 		ms = 1
@@ -235,7 +241,6 @@ func runRemote(ctx context.Context, connString string, trusted bool, maxIteratio
 		defer closer.Stop()
 	}
 	r := execute(ctx, conn, fmt.Sprintf("SET statement_timeout = %d", ms), input, "", func() {}, out) // another server: no proof
-	r.Logins = logins
 	if expired.Load() && r.Broken {
 		text := AgentErrorText(fmt.Sprintf("the remote server did not end the task within %s (twice its timeout of %s, and %s): the agent closed the connection", limit, timeout, remoteTimeoutGrace), input)
 		r.Error, r.SQLState = &text, "57014"

@@ -60,15 +60,18 @@ func fakeServer(t *testing.T, serve func(c net.Conn)) int {
 // cancelRequestCode opens a CancelRequest, in place of a startup message's protocol version.
 const cancelRequestCode = 80877102
 
+// ignoreHooks are the hooks of a remote task whose logins and start are not looked at.
+func ignoreHooks() remoteHooks { return remoteHooks{logins: func(int) {}, started: func(uint32) {}} }
+
 // runFakeString runs a remote task with the connection string conn.
 func runFakeString(conn string) Result {
-	return runRemote(context.Background(), conn, false, 0, 0, "SELECT 1", NewOutput(sqlschema.TaskFormat{Delimiter: "\t", Null: `\N`}), func(uint32, int) {})
+	return runRemote(context.Background(), conn, false, 0, 0, "SELECT 1", NewOutput(sqlschema.TaskFormat{Delimiter: "\t", Null: `\N`}), ignoreHooks())
 }
 
 // runFakeBounded runs a remote task on the fake server at port, with a bound of SCRAM iterations.
 func runFakeBounded(port, maxIterations int) Result {
 	conn := fmt.Sprintf("host=127.0.0.1 port=%d user=x password=y sslmode=disable", port)
-	return runRemote(context.Background(), conn, false, maxIterations, 0, "SELECT 1", NewOutput(sqlschema.TaskFormat{Delimiter: "\t", Null: `\N`}), func(uint32, int) {})
+	return runRemote(context.Background(), conn, false, maxIterations, 0, "SELECT 1", NewOutput(sqlschema.TaskFormat{Delimiter: "\t", Null: `\N`}), ignoreHooks())
 }
 
 // TestRemoteShortLength: a remote server named by a non-superuser's task answers the startup
@@ -218,14 +221,16 @@ func TestRemoteConnectionBounds(t *testing.T) {
 				hosts, ports = append(hosts, "127.0.0.1"), append(ports, strconv.Itoa(fakeServer(t, serve)))
 			}
 			conn := fmt.Sprintf("host=%s port=%s user=x password=y sslmode=disable", strings.Join(hosts, ","), strings.Join(ports, ","))
-			r := runRemote(context.Background(), conn, false, 0, 0, "SELECT 1", NewOutput(sqlschema.TaskFormat{Delimiter: "\t", Null: `\N`}), func(uint32, int) {})
+			counted := -1
+			r := runRemote(context.Background(), conn, false, 0, 0, "SELECT 1", NewOutput(sqlschema.TaskFormat{Delimiter: "\t", Null: `\N`}),
+				remoteHooks{logins: func(n int) { counted = n }, started: func(uint32) { t.Error("started on a server that refused") }})
 			if r.Error == nil || !strings.Contains(*r.Error, c.want) {
 				t.Fatalf("error %v, want one with %q", deref(r.Error), c.want)
 			}
 			// A server closes its connection once it read the answer, and only then does the agent
 			// try the next host: every answer is counted by now.
-			if c.logins >= 0 && (answered.Load() != int32(c.logins) || r.Logins != c.logins) {
-				t.Fatalf("the agent answered %d challenges and counted %d logins, want %d; error %v", answered.Load(), r.Logins, c.logins, deref(r.Error))
+			if c.logins >= 0 && (answered.Load() != int32(c.logins) || counted != c.logins) {
+				t.Fatalf("the agent answered %d challenges and counted %d logins, want %d; error %v", answered.Load(), counted, c.logins, deref(r.Error))
 			}
 		})
 	}
@@ -294,7 +299,7 @@ func TestRemoteSessionBounds(t *testing.T) {
 			conn := fmt.Sprintf("host=127.0.0.1 port=%d user=x password=y sslmode=disable", port)
 			done := make(chan Result, 1)
 			go func() {
-				done <- runRemote(context.Background(), conn, false, 0, c.timeout, "SELECT 1", NewOutput(sqlschema.TaskFormat{Delimiter: "\t", Null: `\N`}), func(uint32, int) {})
+				done <- runRemote(context.Background(), conn, false, 0, c.timeout, "SELECT 1", NewOutput(sqlschema.TaskFormat{Delimiter: "\t", Null: `\N`}), ignoreHooks())
 			}()
 			var r Result
 			select {

@@ -233,18 +233,15 @@ func (s *Service) runRemote(t sqlschema.ClaimedTask) {
 		s.logf(agentlog.LevelInfo, agentlog.StatusStopping, "task %d not started: the agent stopped; it runs under the next agent", t.ID)
 		return
 	}
-	charged := false
 	start := s.cfg.Clock.Now()
 	s.logf(agentlog.LevelInfo, agentlog.StatusFiring, "task %d started as %s on a remote server (attempt %d)", t.ID, *t.OwnerName, t.Attempt)
-	r := runRemote(s.runCtx, *t.Remote, t.OwnerSuper, s.maxIterations(), t.Timeout, t.Input, NewOutput(t.Format), func(pid uint32, logins int) {
-		s.cfg.Sessions.ChargeLogins(owner, logins-1) // the first was counted before
-		charged = true
-		s.cfg.Metrics.TaskStarted(start.Sub(t.Plan))
-		s.writes.start(sqlschema.TaskStarted{ID: t.ID, Attempt: t.Attempt, PID: pid, Start: start})
+	r := runRemote(s.runCtx, *t.Remote, t.OwnerSuper, s.maxIterations(), t.Timeout, t.Input, NewOutput(t.Format), remoteHooks{
+		logins: func(n int) { s.cfg.Sessions.ChargeLogins(owner, n-1) }, // the first was counted before
+		started: func(pid uint32) {
+			s.cfg.Metrics.TaskStarted(start.Sub(t.Plan))
+			s.writes.start(sqlschema.TaskStarted{ID: t.ID, Attempt: t.Attempt, PID: pid, Start: start})
+		},
 	})
-	if !charged { // the connection failed
-		s.cfg.Sessions.ChargeLogins(owner, r.Logins-1)
-	}
 	if s.runCtx.Err() != nil {
 		s.forget(t.ID)
 		s.logf(agentlog.LevelError, agentlog.StatusStopping, "task %d cancelled by the agent's stop; it runs again under the next agent", t.ID)
