@@ -1,0 +1,113 @@
+package sqlschema_test
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"testing"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+)
+
+// The names a stored call gives are looked up again at each run: what a call names must be found
+// again as it was when the call was set (docs/security.md, schema versions 9 and 10).
+
+// TestTemporaryObjectsAreRefused: a call may use nothing of a temporary schema, even through what
+// it names. A type of the caller's own is written back by its bare name, which the run would look
+// up in the owner's search path, where another role may have made a domain of that name; another
+// session's temporary schema is taken later by whichever session gets it. The guard refuses a
+// function of a temporary schema in a call stored before version 9.
+func TestTemporaryObjectsAreRefused(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	db, super := apiDatabase(t)
+	alice := cluster.NewRole(t, "alice", db)
+	mustExec(t, super, `CREATE FUNCTION public.show(t text) RETURNS text LANGUAGE sql AS $$ SELECT t $$;
+		CREATE FUNCTION public.any_array(v anyarray) RETURNS text LANGUAGE sql AS $$ SELECT v::text $$;
+		CREATE FUNCTION public.any_value(v anyelement) RETURNS text LANGUAGE sql AS $$ SELECT v::text $$;
+		CREATE FUNCTION public.procedure_of(p regprocedure) RETURNS text LANGUAGE sql AS $$ SELECT p::text $$;
+		CREATE SCHEMA own AUTHORIZATION `+pgx.Identifier{alice}.Sanitize())
+	conn := cluster.ConnectAs(t, db, alice)
+	mustExec(t, conn, `CREATE DOMAIN pg_temp.tdom AS text;
+		CREATE TABLE pg_temp.ttab (a int);
+		CREATE FUNCTION pg_temp.tshow(t text) RETURNS text LANGUAGE sql AS $$ SELECT t $$;
+		CREATE FUNCTION own.of_temp(pg_temp.tdom) RETURNS text LANGUAGE sql AS $$ SELECT 'x' $$`)
+	aliceTemp := queryString(t, conn, "SELECT pg_my_temp_schema()::regnamespace::text")
+	for _, tt := range []struct{ name, call, names string }{
+		{"cast", `public.show('x'::pg_temp.tdom)`, "type pg_temp.tdom"},
+		{"cast, unqualified", `public.show('x'::tdom)`, "type pg_temp.tdom"},
+		{"regtype", `public.show('tdom'::regtype::text)`, "type pg_temp.tdom"},
+		{"regclass", `public.show('ttab'::regclass::text)`, "table pg_temp.ttab"},
+		{"function", `pg_temp.tshow('x')`, "function " + aliceTemp + ".tshow(pg_catalog.text)"},
+		// Found by the review of version 9: no dependency of the view on the temporary type.
+		{"empty array", `public.any_array(ARRAY[]::pg_temp.tdom[])`, "type pg_temp.tdom, type pg_temp.tdom[]"},
+		{"empty array, variadic", `public.any_array(VARIADIC ARRAY[]::tdom[])`, "type pg_temp.tdom, type pg_temp.tdom[]"},
+		{"nested empty array", `public.any_array(ARRAY[ARRAY[]::tdom[]])`, "type pg_temp.tdom, type pg_temp.tdom[]"},
+		// A function that goes with the session: it takes a parameter of a temporary type.
+		{"function of a temporary type", `public.procedure_of('own.of_temp(pg_temp.tdom)')`, "type pg_temp.tdom"},
+		{"namespace", `public.show('` + aliceTemp + `'::regnamespace::text)`, "schema pg_temp"},
+	} {
+		wantError(t, conn, "SELECT pgjobs.pgj_create_job('J', "+quoteLiteral(tt.call)+", null, null)",
+			"22023", "pgj_create_job: argument 2 (function call) "+quoteLiteral(tt.call)+" uses "+tt.names+" of a temporary schema")
+	}
+	mustExec(t, conn, "SELECT pgjobs.pgj_create_job('J', 'public.show(''x'')', null, null)")
+	wantError(t, conn, "SELECT pgjobs.pgj_update_job('J', null, 'public.show(''x''::tdom)', null)",
+		"22023", "pgj_update_job: argument 3 (function call) 'public.show(''x''::tdom)' uses type pg_temp.tdom of a temporary schema")
+	if got := queryString(t, conn, "SELECT function FROM pgjobs.pgj_jobs WHERE name = 'J'"); got != "public.show('x'::text)" {
+		t.Fatalf("J's call after the refused change = %s, want it unchanged", got)
+	}
+	// Another session's temporary schema: only a superuser may use it.
+	wantError(t, super, "SELECT pgj_create_job('S', 'public.show(''x''::"+aliceTemp+".tdom)', null, null)",
+		"22023", "uses type "+aliceTemp+".tdom of a temporary schema")
+
+	var owner, funcOID uint32
+	if err := conn.QueryRow(ctx, "SELECT current_user::regrole::oid, 'pg_temp.tshow(text)'::regprocedure::oid").Scan(&owner, &funcOID); err != nil {
+		t.Fatal(err)
+	}
+	for _, schema := range []string{aliceTemp, "pg_temp", "pg_toast_temp_1"} {
+		_, err := conn.Exec(ctx, "SELECT pgjobs.pgj_run_check_($1, $2, $3, $4, 'tshow', false)", owner, alice, funcOID, schema)
+		var pgErr *pgconn.PgError
+		if !errors.As(err, &pgErr) || pgErr.Code != "3F000" || !strings.Contains(pgErr.Message, "temporary schema "+schema) {
+			t.Fatalf("guard for a function of %s: %v, want 3F000 naming the temporary schema", schema, err)
+		}
+	}
+}
+
+// TestNamesHeldInValues: a reg* value inside an array, a row or a range records no dependency on
+// what it names, and is written back as text the run reads again ('{ttab}'::regclass[] for a
+// temporary table): such a call is refused, while a reg* constant of its own, whose object is
+// checked, and arrays, rows and ranges of other types are not.
+func TestNamesHeldInValues(t *testing.T) {
+	t.Parallel()
+	db, super := apiDatabase(t)
+	mustExec(t, super, `CREATE FUNCTION public.any_value(v anyelement) RETURNS text LANGUAGE sql AS $$ SELECT v::text $$;
+		CREATE TYPE public.target AS (tab regclass, keep int);
+		CREATE TYPE public.pair AS (a text, b int);
+		CREATE DOMAIN public.tables AS regclass[];
+		CREATE DOMAIN public.one_table AS regclass;
+		CREATE TABLE public.orders (a int)`)
+	conn := cluster.ConnectAs(t, db, cluster.NewRole(t, "alice", db))
+	mustExec(t, conn, `CREATE TABLE pg_temp.ttab (a int)`)
+	for _, tt := range []struct{ name, call, want string }{
+		{"array", `public.any_value('{ttab}'::regclass[])`, "passes regclass values"},
+		{"array of a table that lasts", `public.any_value('{public.orders}'::regclass[])`, "passes regclass values"},
+		{"row", `public.any_value('(ttab,1)'::public.target)`, "passes regclass values"},
+		{"domain over an array", `public.any_value('{ttab}'::public.tables)`, "passes regclass values"},
+		{"procedures", `public.any_value('{"pg_catalog.upper(text)"}'::regprocedure[])`, "passes regprocedure values"},
+		{"roles", `public.any_value('{pg_monitor}'::regrole[])`, "passes regrole values"},
+		{"scalar of a temporary table", `public.any_value('ttab'::regclass)`, "uses table pg_temp.ttab"},
+		{"scalar", `public.any_value('public.orders'::regclass)`, ""},
+		{"domain over a scalar", `public.any_value('public.orders'::public.one_table)`, ""},
+		{"array of text", `public.any_value(ARRAY['a', 'b'])`, ""},
+		{"row of text", `public.any_value('(x,1)'::public.pair)`, ""},
+		{"range", `public.any_value('[1,2)'::int4range)`, ""},
+	} {
+		if tt.want == "" {
+			mustExec(t, conn, "SELECT pgjobs.pgj_create_job("+quoteLiteral(tt.name)+", "+quoteLiteral(tt.call)+", null, null)")
+			continue
+		}
+		wantError(t, conn, "SELECT pgjobs.pgj_create_job('J', "+quoteLiteral(tt.call)+", null, null)",
+			"22023", "pgj_create_job: argument 2 (function call) "+quoteLiteral(tt.call)+" "+tt.want)
+	}
+}
