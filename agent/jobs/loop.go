@@ -119,6 +119,32 @@ func (s *Service) Run(ctx context.Context, t Term) error {
 	if err := takeRequests(); err != nil {
 		return err
 	}
+	// A change reloads the jobs, or makes a reload due, and the requests are taken after it.
+	changed := func() error {
+		if wait := reloadEvery - time.Since(reloaded); wait > 0 {
+			if reloadDue == nil {
+				reloadDue = time.After(wait) // changes of the meantime are read together then
+			}
+			return nil
+		}
+		if err := reload(); err != nil {
+			return err
+		}
+		return takeRequests() // those of the jobs just loaded
+	}
+	// A request waits for a change notified before it (an owner who sets a job's call and runs it
+	// at once): its run takes the job as it is after the reload, not as it was.
+	requestedNow := func() error {
+		select {
+		case <-t.Changes:
+			return changed()
+		default:
+		}
+		if reloadDue != nil {
+			return nil // the reload due takes the requests
+		}
+		return takeRequests()
+	}
 	var sleepLogged time.Time // the wake-up last logged: a ping or a change that moves none logs none
 	idleLogged := false
 	var warmed time.Time           // the fire whose sessions are open
@@ -179,16 +205,7 @@ func (s *Service) Run(ctx context.Context, t Term) error {
 			return context.Cause(ctx)
 		case <-t.Changes:
 			t.woke(timer)
-			if wait := reloadEvery - time.Since(reloaded); wait > 0 {
-				if reloadDue == nil {
-					reloadDue = time.After(wait) // changes of the meantime are read together then
-				}
-				continue
-			}
-			if err := reload(); err != nil {
-				return err
-			}
-			if err := takeRequests(); err != nil { // those of the jobs just loaded
+			if err := changed(); err != nil {
 				return err
 			}
 		case <-t.Requests:
@@ -199,12 +216,13 @@ func (s *Service) Run(ctx context.Context, t Term) error {
 				}
 				continue
 			}
-			if err := takeRequests(); err != nil {
+			if err := requestedNow(); err != nil {
 				return err
 			}
 		case <-requestDue:
 			t.woke(timer)
-			if err := takeRequests(); err != nil {
+			requestDue = nil
+			if err := requestedNow(); err != nil {
 				return err
 			}
 		case <-reloadDue:
