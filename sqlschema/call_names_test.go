@@ -8,6 +8,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/pgjobs/pgjobs/sqlschema"
 )
 
 // The names a stored call gives are looked up again at each run: what a call names must be found
@@ -109,5 +110,78 @@ func TestNamesHeldInValues(t *testing.T) {
 		}
 		wantError(t, conn, "SELECT pgjobs.pgj_create_job('J', "+quoteLiteral(tt.call)+", null, null)",
 			"22023", "pgj_create_job: argument 2 (function call) "+quoteLiteral(tt.call)+" "+tt.want)
+	}
+}
+
+// TestUpgradeFindsLostNames: the upgrade to version 11 stops the jobs stored before version 9
+// whose call names an object of the owner's temporary schema, stored bare, and leaves every other
+// call alone, the built-in types' SQL spellings and reg* constants of pg_catalog's objects
+// included.
+func TestUpgradeFindsLostNames(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	db := cluster.NewDatabase(t)
+	super := cluster.Connect(t, db)
+	if err := sqlschema.InstallVersion(ctx, super, 8); err != nil {
+		t.Fatal(err)
+	}
+	alice := cluster.NewRole(t, "alice", db)
+	mustExec(t, super, `CREATE FUNCTION public.any_value(v anyelement) RETURNS text LANGUAGE sql AS $$ SELECT v::text $$;
+		CREATE FUNCTION public.mix(a double precision, b varchar(10), c timestamp(3) with time zone, d bit(3), e int[], f "char", g time, h interval)
+			RETURNS text LANGUAGE sql AS $$ SELECT 'x' $$;
+		CREATE TABLE public.orders (a int);
+		CREATE SCHEMA "it's::tdom";
+		CREATE FUNCTION "it's::tdom".f(t text) RETURNS text LANGUAGE sql AS $$ SELECT t $$;
+		GRANT USAGE ON SCHEMA "it's::tdom" TO PUBLIC;
+		CREATE SCHEMA own AUTHORIZATION `+pgx.Identifier{alice}.Sanitize())
+	conn := cluster.ConnectAs(t, db, alice)
+	mustExec(t, conn, `CREATE DOMAIN pg_temp.tdom AS text;
+		CREATE TABLE pg_temp.stage (a int);
+		CREATE TYPE pg_temp."My T" AS (a int);
+		CREATE FUNCTION own.of_temp(pg_temp.tdom) RETURNS text LANGUAGE sql AS $$ SELECT 'x' $$`)
+	lost := map[string]string{
+		"Cast":       `public.any_value('x'::pg_temp.tdom)`,
+		"Empty":      `public.any_value(ARRAY[]::pg_temp.tdom[])`,
+		"Quoted":     `public.any_value('(1)'::pg_temp."My T")`,
+		"Table":      `public.any_value('pg_temp.stage'::regclass)`,
+		"Tables":     `public.any_value('{public.orders,pg_temp.stage}'::regclass[])`,
+		"Procedure":  `public.any_value('own.of_temp(pg_temp.tdom)'::regprocedure)`,
+		"TempSchema": `public.any_value('` + queryString(t, conn, "SELECT pg_my_temp_schema()::regnamespace::text") + `'::regnamespace)`,
+	}
+	kept := map[string]string{
+		"Plain":      `public.any_value('x'::text)`,
+		"QuotedName": `"it's::tdom".f('x::tdom')`,
+		"Spellings":  `public.mix(0.5, 'ab', '2026-01-01 10:00', B'101', ARRAY[1, 2], 'c', '10:00', '1 day')`,
+		"Catalog":    `public.any_value('pg_class'::regclass)`,
+		"Qualified":  `public.any_value('public.orders'::regclass)`,
+		"Types":      `public.any_value('{integer,text}'::regtype[])`,
+		"Quote":      `public.any_value('it''s ::tdom'::text)`,
+		"Config":     `public.any_value('english'::regconfig)`,
+		"Range":      `public.any_value('[1,2)'::int4range)`,
+		"QuotedChar": `public.any_value('c'::"char")`,
+		"Numeric":    `public.any_value(1.5::numeric(4,2))`,
+	}
+	for _, jobs := range []map[string]string{lost, kept} {
+		for name, call := range jobs {
+			mustExec(t, conn, "SELECT pgjobs.pgj_create_job("+quoteLiteral(name)+", "+quoteLiteral(call)+", null, null)")
+		}
+	}
+	if from, to, err := sqlschema.Upgrade(ctx, super); err != nil || from != 8 || to != sqlschema.Latest() {
+		t.Fatalf("Upgrade = %d, %d, %v", from, to, err)
+	}
+	for _, c := range []struct {
+		jobs    map[string]string
+		stopped bool
+	}{{lost, true}, {kept, false}} {
+		for name := range c.jobs {
+			var call string
+			var stopped bool
+			if err := super.QueryRow(ctx, "SELECT jobfunction, jobfuncoid IS NULL FROM pgjobs.pgj_job_ WHERE jobname = $1", name).Scan(&call, &stopped); err != nil {
+				t.Fatal(err)
+			}
+			if stopped != c.stopped {
+				t.Errorf("job %s, stored as %s: stopped by the upgrade %v, want %v", name, call, stopped, c.stopped)
+			}
+		}
 	}
 }

@@ -4,7 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 
+	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/pgjobs/pgjobs/config"
 	"github.com/pgjobs/pgjobs/sqlschema"
 	"github.com/urfave/cli/v2"
@@ -306,7 +308,7 @@ func updateSystem(c *cli.Context) error {
 	}
 	var failed []error
 	for _, d := range f.Databases() {
-		from, to, err := upgrade(c.Context, d)
+		from, to, err := upgrade(c.Context, d, c.App.ErrWriter)
 		if err != nil {
 			failed = append(failed, fmt.Errorf("%s: %w", d.Target(), err))
 			continue
@@ -323,8 +325,14 @@ func updateSystem(c *cli.Context) error {
 	return nil
 }
 
-func upgrade(ctx context.Context, d config.Database) (from, to int, err error) {
-	conn, err := connect(ctx, d)
+// upgrade brings the schema of d to this pgjobs' version, writing the upgrade's warnings (such as
+// the jobs it stopped) to warnings.
+func upgrade(ctx context.Context, d config.Database, warnings io.Writer) (from, to int, err error) {
+	conn, err := connectNoticed(ctx, d, func(_ *pgconn.PgConn, n *pgconn.Notice) {
+		if n.Severity == "WARNING" {
+			fmt.Fprintf(warnings, "%s: warning: %s\n", d.Target(), n.Message)
+		}
+	})
 	if err != nil {
 		return 0, 0, err
 	}

@@ -5,6 +5,7 @@ import (
 	"fmt"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/pgjobs/pgjobs/config"
 )
 
@@ -12,10 +13,16 @@ import (
 // conventions: the password comes from PGPASSWORD, ~/.pgpass or a service file, never from pgjobs.
 // A host list connects to the one that accepts writes.
 func connect(ctx context.Context, d config.Database) (*pgx.Conn, error) {
+	return connectNoticed(ctx, d, nil)
+}
+
+// connectNoticed is connect, with the server's notices and warnings handed to onNotice (nil: dropped).
+func connectNoticed(ctx context.Context, d config.Database, onNotice pgconn.NoticeHandler) (*pgx.Conn, error) {
 	cfg, err := pgx.ParseConfig(d.DSN() + " application_name=pgjobs")
 	if err != nil {
 		return nil, fmt.Errorf("connect to %s: %w", d.Target(), err)
 	}
+	cfg.OnNotice = onNotice
 	conn, err := pgx.ConnectConfig(ctx, cfg)
 	if err != nil {
 		return nil, fmt.Errorf("connect to %s as %s: %w", d.Target(), d.ResolvedUser(), err)
