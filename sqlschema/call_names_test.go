@@ -33,7 +33,8 @@ func TestTemporaryObjectsAreRefused(t *testing.T) {
 	mustExec(t, conn, `CREATE DOMAIN pg_temp.tdom AS text;
 		CREATE TABLE pg_temp.ttab (a int);
 		CREATE FUNCTION pg_temp.tshow(t text) RETURNS text LANGUAGE sql AS $$ SELECT t $$;
-		CREATE FUNCTION own.of_temp(pg_temp.tdom) RETURNS text LANGUAGE sql AS $$ SELECT 'x' $$`)
+		CREATE FUNCTION own.of_temp(pg_temp.tdom) RETURNS text LANGUAGE sql AS $$ SELECT 'x' $$;
+		CREATE TYPE own.span AS RANGE (subtype = int, multirange_type_name = pg_temp.spans)`)
 	aliceTemp := queryString(t, conn, "SELECT pg_my_temp_schema()::regnamespace::text")
 	for _, tt := range []struct{ name, call, names string }{
 		{"cast", `public.show('x'::pg_temp.tdom)`, "type pg_temp.tdom"},
@@ -48,19 +49,21 @@ func TestTemporaryObjectsAreRefused(t *testing.T) {
 		// A function that goes with the session: it takes a parameter of a temporary type.
 		{"function of a temporary type", `public.procedure_of('own.of_temp(pg_temp.tdom)')`, "type pg_temp.tdom"},
 		{"namespace", `public.show('` + aliceTemp + `'::regnamespace::text)`, "schema pg_temp"},
+		// Found by the review of version 10: a range that lasts goes with its temporary multirange.
+		{"range of a temporary multirange", `public.any_value('[1,2]'::own.span)`, "type pg_temp.spans"},
 	} {
 		wantError(t, conn, "SELECT pgjobs.pgj_create_job('J', "+quoteLiteral(tt.call)+", null, null)",
-			"22023", "pgj_create_job: argument 2 (function call) "+quoteLiteral(tt.call)+" uses "+tt.names+" of a temporary schema")
+			"22023", "pgj_create_job: argument 2 (function call) "+quoteLiteral(tt.call)+" uses "+tt.names)
 	}
 	mustExec(t, conn, "SELECT pgjobs.pgj_create_job('J', 'public.show(''x'')', null, null)")
 	wantError(t, conn, "SELECT pgjobs.pgj_update_job('J', null, 'public.show(''x''::tdom)', null)",
-		"22023", "pgj_update_job: argument 3 (function call) 'public.show(''x''::tdom)' uses type pg_temp.tdom of a temporary schema")
+		"22023", "pgj_update_job: argument 3 (function call) 'public.show(''x''::tdom)' uses type pg_temp.tdom")
 	if got := queryString(t, conn, "SELECT function FROM pgjobs.pgj_jobs WHERE name = 'J'"); got != "public.show('x'::text)" {
 		t.Fatalf("J's call after the refused change = %s, want it unchanged", got)
 	}
 	// Another session's temporary schema: only a superuser may use it.
 	wantError(t, super, "SELECT pgj_create_job('S', 'public.show(''x''::"+aliceTemp+".tdom)', null, null)",
-		"22023", "uses type "+aliceTemp+".tdom of a temporary schema")
+		"22023", "uses type "+aliceTemp+".tdom")
 
 	var owner, funcOID uint32
 	if err := conn.QueryRow(ctx, "SELECT current_user::regrole::oid, 'pg_temp.tshow(text)'::regprocedure::oid").Scan(&owner, &funcOID); err != nil {
@@ -87,7 +90,9 @@ func TestNamesHeldInValues(t *testing.T) {
 		CREATE TYPE public.pair AS (a text, b int);
 		CREATE DOMAIN public.tables AS regclass[];
 		CREATE DOMAIN public.one_table AS regclass;
-		CREATE TABLE public.orders (a int)`)
+		CREATE TABLE public.orders (a int);
+		CREATE TYPE public.tables_range AS RANGE (subtype = regclass, multirange_type_name = public.tables_ranges);
+		CREATE FUNCTION public.some_tables(t regclass[] DEFAULT NULL) RETURNS regclass[] LANGUAGE sql AS $$ SELECT t $$`)
 	conn := cluster.ConnectAs(t, db, cluster.NewRole(t, "alice", db))
 	mustExec(t, conn, `CREATE TABLE pg_temp.ttab (a int)`)
 	for _, tt := range []struct{ name, call, want string }{
@@ -98,7 +103,11 @@ func TestNamesHeldInValues(t *testing.T) {
 		{"procedures", `public.any_value('{"pg_catalog.upper(text)"}'::regprocedure[])`, "passes regprocedure values"},
 		{"roles", `public.any_value('{pg_monitor}'::regrole[])`, "passes regrole values"},
 		{"scalar of a temporary table", `public.any_value('ttab'::regclass)`, "uses table pg_temp.ttab"},
+		// Found by the review of version 10: a multirange holds its range's values.
+		{"multirange", `public.any_value('{[ttab,ttab]}'::public.tables_ranges)`, "passes regclass values"},
 		{"scalar", `public.any_value('public.orders'::regclass)`, ""},
+		{"returned, not passed", `public.some_tables()`, ""},
+		{"NULL", `public.some_tables(NULL)`, ""},
 		{"domain over a scalar", `public.any_value('public.orders'::public.one_table)`, ""},
 		{"array of text", `public.any_value(ARRAY['a', 'b'])`, ""},
 		{"row of text", `public.any_value('(x,1)'::public.pair)`, ""},
@@ -184,4 +193,33 @@ func TestUpgradeFindsLostNames(t *testing.T) {
 			}
 		}
 	}
+}
+
+// TestConstantsReadTheSame: a call's constants are written back in forms every session reads the
+// same, whatever the caller's DateStyle, IntervalStyle and extra_float_digits (the review of schema
+// version 10 had '2026-01-02' set under 'SQL, DMY' run as 1 February), and the caller's settings
+// are as they were after.
+func TestConstantsReadTheSame(t *testing.T) {
+	t.Parallel()
+	db, super := apiDatabase(t)
+	mustExec(t, super, `CREATE FUNCTION public.any_value(v anyelement) RETURNS text LANGUAGE sql AS $$ SELECT v::text $$`)
+	conn := cluster.ConnectAs(t, db, cluster.NewRole(t, "alice", db))
+	settings := "SELECT current_setting('DateStyle') || '|' || current_setting('IntervalStyle') || '|' || current_setting('extra_float_digits')"
+	mustExec(t, conn, "BEGIN; SET LOCAL DateStyle = 'SQL, DMY'; SET LOCAL IntervalStyle = sql_standard; SET LOCAL extra_float_digits = -15")
+	before := queryString(t, conn, settings)
+	for _, c := range []struct{ name, call, stored string }{
+		{"Date", `public.any_value('02/01/2026'::date)`, `public.any_value('2026-01-02'::date)`},
+		{"Interval", `public.any_value('-1 2:03:04'::interval)`, `public.any_value('-1 days -02:03:04'::interval)`},
+		{"Float", `public.any_value(1.234567890123::float8)`, `public.any_value((1.234567890123)::double precision)`},
+		{"Timestamp", `public.any_value('02/01/2026 10:00'::timestamp)`, `public.any_value('2026-01-02 10:00:00'::timestamp without time zone)`},
+	} {
+		mustExec(t, conn, "SELECT pgjobs.pgj_create_job("+quoteLiteral(c.name)+", "+quoteLiteral(c.call)+", null, null)")
+		if got := queryString(t, conn, "SELECT function FROM pgjobs.pgj_jobs WHERE name = $1", c.name); got != c.stored {
+			t.Errorf("%s stored as %s, want %s", c.call, got, c.stored)
+		}
+	}
+	if after := queryString(t, conn, settings); after != before {
+		t.Errorf("the caller's settings after setting the calls: %s, want %s", after, before)
+	}
+	mustExec(t, conn, "COMMIT")
 }
