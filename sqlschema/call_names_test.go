@@ -92,6 +92,7 @@ func TestNamesHeldInValues(t *testing.T) {
 		CREATE DOMAIN public.one_table AS regclass;
 		CREATE TABLE public.orders (a int);
 		CREATE TYPE public.tables_range AS RANGE (subtype = regclass, multirange_type_name = public.tables_ranges);
+		CREATE FUNCTION public.one_table_of(t regclass) RETURNS text LANGUAGE sql AS $$ SELECT t::text $$;
 		CREATE FUNCTION public.some_tables(t regclass[] DEFAULT NULL) RETURNS regclass[] LANGUAGE sql AS $$ SELECT t $$`)
 	conn := cluster.ConnectAs(t, db, cluster.NewRole(t, "alice", db))
 	mustExec(t, conn, `CREATE TABLE pg_temp.ttab (a int)`)
@@ -102,6 +103,10 @@ func TestNamesHeldInValues(t *testing.T) {
 		{"domain over an array", `public.any_value('{ttab}'::public.tables)`, "passes regclass values"},
 		{"procedures", `public.any_value('{"pg_catalog.upper(text)"}'::regprocedure[])`, "passes regprocedure values"},
 		{"roles", `public.any_value('{pg_monitor}'::regrole[])`, "passes regrole values"},
+		// Found by the review of version 12: text made a regclass at each run.
+		{"text to regclass", `public.one_table_of('ttab'::text)`, "makes regclass values from text"},
+		{"varchar to regclass", `public.one_table_of('ttab'::varchar)`, "makes regclass values from text"},
+		{"regclass to text", `public.any_value('public.orders'::regclass::text)`, ""},
 		{"scalar of a temporary table", `public.any_value('ttab'::regclass)`, "uses table pg_temp.ttab"},
 		// Found by the review of version 10: a multirange holds its range's values.
 		{"multirange", `public.any_value('{[ttab,ttab]}'::public.tables_ranges)`, "passes regclass values"},
