@@ -330,7 +330,7 @@ func updateSystem(c *cli.Context) error {
 func upgrade(ctx context.Context, d config.Database, warnings io.Writer) (from, to int, err error) {
 	conn, err := connectNoticed(ctx, d, func(_ *pgconn.PgConn, n *pgconn.Notice) {
 		if n.Severity == "WARNING" {
-			fmt.Fprintf(warnings, "%s: warning: %s\n", d.Target(), n.Message)
+			fmt.Fprintf(warnings, "%s: warning: %s\n", d.Target(), printable(n.Message))
 		}
 	})
 	if err != nil {
