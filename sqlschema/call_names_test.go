@@ -127,10 +127,11 @@ func TestNamesHeldInValues(t *testing.T) {
 	}
 }
 
-// TestUpgradeFindsLostNames: the upgrade to version 11 stops the jobs stored before version 9
-// whose call names an object of the owner's temporary schema, stored bare, and leaves every other
-// call alone, the built-in types' SQL spellings and reg* constants of pg_catalog's objects
-// included.
+// TestUpgradeFindsLostNames: the upgrade (versions 11 and 14) stops the jobs stored before
+// version 9 whose call names an object of a temporary schema, the jobs stored before version 13
+// that make reg* values at each run, and those that hold reg* values in a domain's array or in a
+// row, and leaves every other call alone, the built-in types' SQL spellings and reg* constants of
+// pg_catalog's and public's objects included.
 func TestUpgradeFindsLostNames(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
@@ -144,6 +145,8 @@ func TestUpgradeFindsLostNames(t *testing.T) {
 		CREATE FUNCTION public.mix(a double precision, b varchar(10), c timestamp(3) with time zone, d bit(3), e int[], f "char", g time, h interval)
 			RETURNS text LANGUAGE sql AS $$ SELECT 'x' $$;
 		CREATE TABLE public.orders (a int);
+		CREATE DOMAIN public.one_table AS regclass;
+		CREATE TYPE public.reg_row AS (t regclass);
 		CREATE SCHEMA "it's::tdom";
 		CREATE FUNCTION "it's::tdom".f(t text) RETURNS text LANGUAGE sql AS $$ SELECT t $$;
 		GRANT USAGE ON SCHEMA "it's::tdom" TO PUBLIC;
@@ -152,33 +155,53 @@ func TestUpgradeFindsLostNames(t *testing.T) {
 	mustExec(t, conn, `CREATE DOMAIN pg_temp.tdom AS text;
 		CREATE TABLE pg_temp.stage (a int);
 		CREATE TYPE pg_temp."My T" AS (a int);
+		CREATE DOMAIN pg_temp.double AS text;
 		CREATE FUNCTION own.of_temp(pg_temp.tdom) RETURNS text LANGUAGE sql AS $$ SELECT 'x' $$`)
+	tempSchema := queryString(t, conn, "SELECT pg_my_temp_schema()::regnamespace::text")
 	lost := map[string]string{
 		"Cast":       `public.any_value('x'::pg_temp.tdom)`,
 		"Empty":      `public.any_value(ARRAY[]::pg_temp.tdom[])`,
 		"Quoted":     `public.any_value('(1)'::pg_temp."My T")`,
+		"Double":     `public.any_value('x'::pg_temp.double)`,
 		"Table":      `public.any_value('pg_temp.stage'::regclass)`,
 		"Tables":     `public.any_value('{public.orders,pg_temp.stage}'::regclass[])`,
 		"Procedure":  `public.any_value('own.of_temp(pg_temp.tdom)'::regprocedure)`,
-		"TempSchema": `public.any_value('` + queryString(t, conn, "SELECT pg_my_temp_schema()::regnamespace::text") + `'::regnamespace)`,
+		"TempSchema": `public.any_value('` + tempSchema + `'::regnamespace)`,
+		// found since schema version 14
+		"SecondSchema": `public.any_value('{public,` + tempSchema + `}'::regnamespace[])`,
+		"TextToTable":  `public.any_value(('stage'::text)::regclass)`,
+		"DomainArray":  `public.any_value('{stage}'::public.one_table[])`,
+		"Row":          `public.any_value('(orders)'::public.reg_row)`,
+	}
+	// a superuser's call may name a type of another session's temporary schema, which is written
+	// with that schema's name
+	otherSession := map[string]string{
+		"OtherSession": `public.any_value('x'::` + tempSchema + `.tdom)`,
 	}
 	kept := map[string]string{
-		"Plain":      `public.any_value('x'::text)`,
-		"QuotedName": `"it's::tdom".f('x::tdom')`,
-		"Spellings":  `public.mix(0.5, 'ab', '2026-01-01 10:00', B'101', ARRAY[1, 2], 'c', '10:00', '1 day')`,
-		"Catalog":    `public.any_value('pg_class'::regclass)`,
-		"Qualified":  `public.any_value('public.orders'::regclass)`,
-		"Types":      `public.any_value('{integer,text}'::regtype[])`,
-		"Quote":      `public.any_value('it''s ::tdom'::text)`,
-		"Config":     `public.any_value('english'::regconfig)`,
-		"Range":      `public.any_value('[1,2)'::int4range)`,
-		"QuotedChar": `public.any_value('c'::"char")`,
-		"Numeric":    `public.any_value(1.5::numeric(4,2))`,
+		"Plain":        `public.any_value('x'::text)`,
+		"QuotedName":   `"it's::tdom".f('x::tdom')`,
+		"Spellings":    `public.mix(0.5, 'ab', '2026-01-01 10:00', B'101', ARRAY[1, 2], 'c', '10:00', '1 day')`,
+		"Catalog":      `public.any_value('pg_class'::regclass)`,
+		"Qualified":    `public.any_value('public.orders'::regclass)`,
+		"Types":        `public.any_value('{integer,text}'::regtype[])`,
+		"Quote":        `public.any_value('it''s ::tdom'::text)`,
+		"Config":       `public.any_value('english'::regconfig)`,
+		"Range":        `public.any_value('[1,2)'::int4range)`,
+		"QuotedChar":   `public.any_value('c'::"char")`,
+		"Numeric":      `public.any_value(1.5::numeric(4,2))`,
+		"Float":        `public.any_value(0.5::double precision)`,
+		"NullTable":    `public.any_value(NULL::regclass)`,
+		"DomainTables": `public.any_value('{public.orders}'::public.one_table[])`,
 	}
 	for _, jobs := range []map[string]string{lost, kept} {
 		for name, call := range jobs {
 			mustExec(t, conn, "SELECT pgjobs.pgj_create_job("+quoteLiteral(name)+", "+quoteLiteral(call)+", null, null)")
 		}
+	}
+	for name, call := range otherSession {
+		mustExec(t, super, "SELECT pgjobs.pgj_create_job("+quoteLiteral(name)+", "+quoteLiteral(call)+", null, null)")
+		lost[name] = call
 	}
 	if from, to, err := sqlschema.Upgrade(ctx, super); err != nil || from != 8 || to != sqlschema.Latest() {
 		t.Fatalf("Upgrade = %d, %d, %v", from, to, err)

@@ -34,15 +34,16 @@ func (s *Service) logResult(j *job, result sqlschema.RunResult) {
 }
 
 // refusal returns why a job must not run at all, and how to set it right, or "" when it may: its
-// owner was dropped, or its call is one of schema version 1 that could not be resolved again, or
-// does not name its function as stored calls do.
+// owner was dropped, or its call has no function OID (a call of schema version 1 that could not
+// be resolved again, or one that an upgrade stopped), or does not name its function as stored
+// calls do.
 func refusal(j *job) (why, hint string) {
 	switch {
 	case j.ownerGone:
 		return fmt.Sprintf("the job's owner %s (role OID %d) was dropped: the job does not run", j.owner, j.ownerID),
 			fmt.Sprintf("a superuser may drop the job: SELECT pgjobs.pgj_drop_job(%s)", sqlLiteral(j.name))
 	case j.funcOID == 0:
-		return fmt.Sprintf("the job's call %s was stored by an older pgjobs and could not be resolved for its owner %s: the job does not run", j.call, j.owner),
+		return fmt.Sprintf("the job's call %s was stopped by a pgjobs upgrade (pgjobs updatesystem said why) or, stored by an older pgjobs, could not be resolved for its owner %s: the job does not run", j.call, j.owner),
 			fmt.Sprintf("its owner %s sets the call again: SELECT pgjobs.pgj_update_job(%s, NULL, %s, NULL)", j.owner, sqlLiteral(j.name), sqlLiteral(j.call))
 	case j.callErr != nil:
 		return fmt.Sprintf("%v: the job does not run", j.callErr),

@@ -20,7 +20,7 @@ func TestRefusal(t *testing.T) {
 	}{
 		{name: "runs"},
 		{name: "owner dropped", change: func(s *storedJobFields) { s.ownerGone = true }, why: "the job's owner alice (role OID 10) was dropped", hint: "a superuser may drop the job"},
-		{name: "not resolved", change: func(s *storedJobFields) { s.funcOID = 0 }, why: "was stored by an older pgjobs", hint: "its owner alice sets the call again"},
+		{name: "not resolved", change: func(s *storedJobFields) { s.funcOID = 0 }, why: "was stopped by a pgjobs upgrade", hint: "its owner alice sets the call again"},
 		{name: "not qualified", change: func(s *storedJobFields) { s.call = "f()" }, why: `the stored call "f()" does not start with a schema-qualified function name: position 2: want '.' after the schema: the job does not run`, hint: "SELECT pgjobs.pgj_update_job('J', NULL, 'f()', NULL)"},
 	} {
 		t.Run(c.name, func(t *testing.T) {

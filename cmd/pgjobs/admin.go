@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"strings"
 
 	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/pgjobs/pgjobs/config"
@@ -326,11 +327,13 @@ func updateSystem(c *cli.Context) error {
 }
 
 // upgrade brings the schema of d to this pgjobs' version, writing the upgrade's warnings (such as
-// the jobs it stopped) to warnings.
+// the jobs it stopped) to warnings once it has committed: an upgrade that fails changes nothing,
+// and its warnings would tell of changes that were rolled back.
 func upgrade(ctx context.Context, d config.Database, warnings io.Writer) (from, to int, err error) {
+	var said strings.Builder
 	conn, err := connectNoticed(ctx, d, func(_ *pgconn.PgConn, n *pgconn.Notice) {
 		if n.Severity == "WARNING" {
-			fmt.Fprintf(warnings, "%s: warning: %s\n", d.Target(), printable(n.Message))
+			fmt.Fprintf(&said, "%s: warning: %s\n", d.Target(), printable(n.Message))
 		}
 	})
 	if err != nil {
@@ -340,7 +343,15 @@ func upgrade(ctx context.Context, d config.Database, warnings io.Writer) (from, 
 	if err := requireSuperuser(ctx, conn, "updatesystem", d); err != nil {
 		return 0, 0, err
 	}
-	return sqlschema.Upgrade(ctx, conn)
+	// the warnings reach this session whatever the role's or the database's setting
+	if _, err := conn.Exec(ctx, "SET client_min_messages = warning"); err != nil {
+		return 0, 0, fmt.Errorf("%s: set client_min_messages: %w", d.Target(), err)
+	}
+	if from, to, err = sqlschema.Upgrade(ctx, conn); err != nil {
+		return from, to, err
+	}
+	_, err = io.WriteString(warnings, said.String())
+	return from, to, err
 }
 
 func updateMaster(c *cli.Context) error {
