@@ -40,6 +40,7 @@ type StoredJob struct {
 	Name          string
 	Call          string  // schema-qualified as resolved when it was set
 	OwnerID       uint32  // the owner's role OID
+	Version       string  // the row's version (xmin) as loaded: a change makes another
 	Owner         *string // the owner's role name now; nil when the role was dropped
 	OwnerWas      string  // the owner's name when the job was made, for the record when the role is gone
 	FuncOID       uint32  // the function the call was resolved to when it was set; 0 for a call of schema version 1 that could not be resolved again (it does not run), or when not read
@@ -62,7 +63,7 @@ func JobLoad(ctx context.Context, q DB) ([]StoredJob, error) {
 	}
 	jobs, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (StoredJob, error) {
 		var j StoredJob
-		err := row.Scan(&j.ID, &j.Name, &j.Call, &j.OwnerID, &j.Owner, &j.OwnerWas, &j.FuncOID, &j.Startup, &j.StartSet, &j.NextRun, &j.StartSchedule, &j.Schedules, &j.LastFire, &j.LastFireRun, &j.Timeout, &j.Resumed)
+		err := row.Scan(&j.ID, &j.Name, &j.Call, &j.OwnerID, &j.Owner, &j.OwnerWas, &j.FuncOID, &j.Startup, &j.StartSet, &j.NextRun, &j.StartSchedule, &j.Schedules, &j.LastFire, &j.LastFireRun, &j.Timeout, &j.Resumed, &j.Version)
 		return j, err
 	})
 	if err != nil {
@@ -322,13 +323,16 @@ type Request struct {
 }
 
 // RequestTake takes, for the lead of epoch, at most max waiting requests to run a job now whose
-// job is one of planned, oldest first, and answers those whose job was paused or dropped since;
-// none when epoch no longer holds the lease.
-func RequestTake(ctx context.Context, q DB, epoch int64, planned []int, max int) ([]Request, error) {
-	if planned == nil {
-		planned = []int{}
+// job is one of planned (job id: the row version loaded, StoredJob.Version) and still that
+// version, oldest first, and answers those whose job was paused or dropped since; none when epoch
+// no longer holds the lease. The request of a job changed since it was loaded waits for the take
+// after the reload: its run takes the job as it is.
+func RequestTake(ctx context.Context, q DB, epoch int64, planned map[int]string, max int) ([]Request, error) {
+	ids, versions := make([]int, 0, len(planned)), make([]string, 0, len(planned))
+	for id, v := range planned {
+		ids, versions = append(ids, id), append(versions, v)
 	}
-	rows, err := q.Query(ctx, query("request_take"), epoch, planned, max)
+	rows, err := q.Query(ctx, query("request_take"), epoch, ids, versions, max)
 	if err != nil {
 		return nil, fmt.Errorf("take the requests to run a job now: %w", err)
 	}

@@ -66,16 +66,26 @@ func TestRunJobRequests(t *testing.T) {
 		t.Fatal(err)
 	}
 	var jobID int
-	if err := super.QueryRow(ctx, "SELECT jobid FROM pgjobs.pgj_job_ WHERE jobname = 'Report'").Scan(&jobID); err != nil {
+	var version string
+	if err := super.QueryRow(ctx, "SELECT jobid, xmin::text FROM pgjobs.pgj_job_ WHERE jobname = 'Report'").Scan(&jobID, &version); err != nil {
 		t.Fatal(err)
 	}
-	planned := []int{jobID}
+	planned := map[int]string{jobID: version}
 	if taken, err := sqlschema.RequestTake(ctx, super, epoch, nil, 10); err != nil || len(taken) != 0 {
 		t.Fatalf("a job the agent does not plan yet: taken %v, %v; want it left waiting", taken, err)
 	}
 	if taken, err := sqlschema.RequestTake(ctx, super, epoch-1, planned, 10); err != nil || len(taken) != 0 {
 		t.Fatalf("a stale epoch took %v, %v", taken, err)
 	}
+	// A job changed since the agent loaded it: its request waits for the take after the reload.
+	mustExec(t, aliceConn, "SELECT pgj_update_job('Report', null, 'off_line()', null)")
+	if taken, err := sqlschema.RequestTake(ctx, super, epoch, planned, 10); err != nil || len(taken) != 0 {
+		t.Fatalf("a job changed since it was loaded: taken %v, %v; want it left waiting", taken, err)
+	}
+	if err := super.QueryRow(ctx, "SELECT xmin::text FROM pgjobs.pgj_job_ WHERE jobid = $1", jobID).Scan(&version); err != nil {
+		t.Fatal(err)
+	}
+	planned[jobID] = version
 	taken, err := sqlschema.RequestTake(ctx, super, epoch, planned, 10)
 	if err != nil || len(taken) != 1 || taken[0].ID != first || taken[0].JobName != "Report" {
 		t.Fatalf("taken %+v, %v; want request %d of Report", taken, err, first)
@@ -127,7 +137,7 @@ func TestRunJobRequests(t *testing.T) {
 	if err := super.QueryRow(ctx, "SELECT jobid FROM pgjobs.pgj_job_ WHERE jobname = 'Later'").Scan(&laterID); err != nil {
 		t.Fatal(err)
 	}
-	if taken, err := sqlschema.RequestTake(ctx, super, epoch+1, []int{jobID, laterID}, 10); err != nil || len(taken) != 0 {
+	if taken, err := sqlschema.RequestTake(ctx, super, epoch+1, map[int]string{jobID: version, laterID: ""}, 10); err != nil || len(taken) != 0 {
 		t.Fatalf("the take of a paused job's request: %v, %v; want none", taken, err)
 	}
 	if r, err := sqlschema.RequestRead(ctx, aliceConn, later); err != nil || r.Refused == nil || !strings.Contains(*r.Refused, "paused or dropped") {

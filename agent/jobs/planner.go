@@ -21,6 +21,7 @@ type planner struct {
 }
 
 type plannedJob struct {
+	version   string // the job row's version as loaded: a request runs the job only as loaded
 	job       *job
 	signature string     // what the job's plan depends on: a change replans it
 	next      time.Time  // the next fire; zero when none
@@ -79,6 +80,7 @@ func (p *planner) load(stored []sqlschema.StoredJob, now time.Time) {
 			timeout = *s.Timeout
 		}
 		if old, ok := p.jobs[s.ID]; ok && old.signature == sig {
+			old.version = s.Version
 			old.job.name, old.job.timeout = s.Name, timeout // a rename or a time limit changes no plan
 			jobs[s.ID] = old
 			p.order = append(p.order, s.ID)
@@ -89,7 +91,7 @@ func (p *planner) load(stored []sqlschema.StoredJob, now time.Time) {
 			p.log.Error(err.Error(), "status", agentlog.StatusStarting)
 			continue
 		}
-		pj := &plannedJob{job: j, signature: sig, recorded: s.NextRun}
+		pj := &plannedJob{job: j, signature: sig, recorded: s.NextRun, version: s.Version}
 		from := now.Add(-lateTolerance)
 		if !p.loaded {
 			from = now.Add(-p.lateLimit)

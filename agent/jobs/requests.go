@@ -33,9 +33,9 @@ func (s *Service) answerOrphans(ctx context.Context, records *pgxpool.Pool, t Te
 // has a run going are answered here, in one statement. It reports whether it took as many as one
 // take may: more may wait.
 func (s *Service) takeRequests(ctx context.Context, records *pgxpool.Pool, t Term, p *planner) (more bool, err error) {
-	planned := make([]int, 0, len(p.jobs))
-	for id := range p.jobs {
-		planned = append(planned, id)
+	planned := make(map[int]string, len(p.jobs))
+	for id, pj := range p.jobs {
+		planned[id] = pj.version
 	}
 	taken, err := sqlschema.RequestTake(ctx, records, t.Epoch, planned, requestTakeMax)
 	if err != nil || len(taken) == 0 {
