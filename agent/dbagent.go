@@ -56,6 +56,10 @@ type dbAgent struct {
 	anchor               time.Time // the instant interval schedules count from: the agent's start, or its takeover
 
 	pruned time.Time // when old runs were last deleted; the upkeep's
+	// orphanViews are the views of former calls no job used at the last prune, dropped at the next
+	// if still unused: a run of a job loaded before its call changed may use its old view meanwhile.
+	// The upkeep's.
+	orphanViews []string
 
 	status  statusBoard       // where it stands, for /readyz
 	metrics *metrics.Database // nil: none

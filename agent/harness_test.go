@@ -58,6 +58,18 @@ func (d testDB) exec(t *testing.T, sql string, args ...any) {
 	}
 }
 
+// unbind makes every job's call in d one stored before schema version 15: text, run after the
+// guard of versions 8 and 9, with no view (the call schemas are dropped with their views).
+func (d testDB) unbind(t *testing.T) {
+	t.Helper()
+	d.exec(t, `UPDATE pgjobs.pgj_job_ SET jobview = NULL;
+		DO $$ DECLARE s text; BEGIN
+			FOR s IN SELECT nspname FROM pg_namespace WHERE nspname ~ '^pgjobs_call_[0-9]+$' LOOP
+				EXECUTE format('DROP SCHEMA %I CASCADE', s);
+			END LOOP;
+		END $$`)
+}
+
 // runs returns the run history as "job status scheduled" lines in run order.
 func (d testDB) runs(t *testing.T) []string {
 	t.Helper()

@@ -236,7 +236,7 @@ func TestSoftStopKeepsTheLead(t *testing.T) {
 	clock.Set(t0.Add(time.Minute))
 	running := func() int {
 		var n int
-		if err := db.conn.QueryRow(ctx, "SELECT count(*) FROM pg_stat_activity WHERE query LIKE '%slow(''Slow''%' AND state = 'active' AND pid <> pg_backend_pid()").Scan(&n); err != nil {
+		if err := db.conn.QueryRow(ctx, "SELECT count(*) FROM pg_stat_activity WHERE query LIKE 'SELECT pgj_call_ FROM %' AND state = 'active' AND pid <> pg_backend_pid()").Scan(&n); err != nil {
 			t.Fatal(err)
 		}
 		return n

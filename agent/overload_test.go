@@ -11,8 +11,9 @@ import (
 	"github.com/pgjobs/pgjobs/internal/fakeclock"
 )
 
-// TestOverloadOfTheJobsFunction: every role may create in public (as before PostgreSQL 15), and
-// alice adds functions of the names bob's and a superuser's jobs call: an overload that fits the
+// TestOverloadOfTheJobsFunction: calls stored before schema version 15 (text, no view) are looked
+// up by name at each run. Every role may create in public (as before PostgreSQL 15), and alice
+// adds functions of the names bob's and a superuser's jobs call: an overload that fits the
 // call better than its polymorphic function (public.bob_poly(integer) beside bob_poly(anyelement),
 // which PostgreSQL would choose), one that makes the call ambiguous, and one in place of a function
 // bob dropped, and domains of the names, which PostgreSQL reads as casts. None of hers runs: each
@@ -54,6 +55,7 @@ func TestOverloadOfTheJobsFunction(t *testing.T) {
 			('Own', 'bob_own(1)'), ('Again', 'bob_again(1)'), ('Gone', 'bob_gone(1)'), ('Carol', 'carol_f(1)'),
 			('Dom', 'bob_dom(1)'), ('Renamed', 'bob_renamed(1)'), ('Table', 'bob_table()'), ('Two', 'bob_two(1, 2)'),
 			('Lonely', 'bob_lonely(1)'), ('Own schema', 'bob_schema.poly(1)')) AS v(j, c)`)
+	db.unbind(t)
 
 	as(alice, function("bob_poly(x integer)", "hijacked")+function("bob_int(x int, y int DEFAULT 0)", "hijacked")+
 		function("su_poly(x integer)", "hijacked")+`
@@ -108,4 +110,51 @@ func TestOverloadOfTheJobsFunction(t *testing.T) {
 		}
 	}
 
+}
+
+// TestOverloadDoesNotReachBoundCalls: the calls of TestOverloadOfTheJobsFunction, bound (schema
+// version 15): alice's better fits, ambiguous overloads and domains of the names in public, and a
+// renamed function's name taken by her domain, change nothing; each job runs the function its call
+// was set to, polymorphic ones in public included.
+func TestOverloadDoesNotReachBoundCalls(t *testing.T) {
+	t.Parallel()
+	db := newTestDB(t)
+	ctx := context.Background()
+	alice := cluster.NewRole(t, "alice", db.name)
+	bob := cluster.NewRole(t, "bob", db.name)
+	db.exec(t, "GRANT CREATE ON SCHEMA public TO PUBLIC")
+	function := func(signature, wrote string) string {
+		return "CREATE FUNCTION public." + signature + " RETURNS void LANGUAGE sql AS $$ INSERT INTO public.calls (job) VALUES ('" + wrote + " as ' || current_user) $$;"
+	}
+	as := func(role, sql string) {
+		t.Helper()
+		if _, err := cluster.ConnectAs(t, db.name, role).Exec(ctx, sql); err != nil {
+			t.Fatalf("as %s: %s: %v", role, sql, err)
+		}
+	}
+	db.exec(t, function("su_poly(x anyelement)", "su_poly")+`
+		SELECT pgj_create_schedule('At01', 'D 01'), pgj_create_job('Su', 'public.su_poly(1)', null, 'At01')`)
+	as(bob, function("bob_poly(x anyelement)", "bob_poly")+function("bob_int(x int)", "bob_int")+
+		function("bob_dom(x anyelement)", "bob_dom")+function("bob_renamed(x int)", "bob_renamed")+`
+		SELECT pgj_create_schedule('Bob01', 'D 01');
+		SELECT pgj_create_job(j, c, null, 'Bob01') FROM (VALUES ('Poly', 'bob_poly(1)'), ('Int', 'bob_int(1)'),
+			('Dom', 'bob_dom(1)'), ('Renamed', 'bob_renamed(1)')) AS v(j, c)`)
+	as(alice, function("bob_poly(x integer)", "hijacked")+function("bob_int(x int, y int DEFAULT 0)", "hijacked")+
+		function("su_poly(x integer)", "hijacked")+`
+		CREATE FUNCTION public.alice_check(v anyelement) RETURNS boolean LANGUAGE sql AS $$ INSERT INTO public.calls (job) VALUES ('hijacked as ' || current_user) RETURNING true $$;
+		CREATE DOMAIN public.bob_dom AS integer CHECK (public.alice_check(VALUE));`)
+	as(bob, "ALTER FUNCTION public.bob_renamed(int) RENAME TO bob_renamed_again")
+	as(alice, "CREATE DOMAIN public.bob_renamed AS integer CHECK (public.alice_check(VALUE))")
+
+	clock := fakeclock.New(t0)
+	startAgent(t, clock, db)
+	got := fireAt(t, db, clock, t0.Add(time.Minute), 5)
+	slices.Sort(got)
+	if want := []string{"Dom ok 10:01", "Int ok 10:01", "Poly ok 10:01", "Renamed ok 10:01", "Su ok 10:01"}; !slices.Equal(got, want) {
+		t.Fatalf("runs = %q, want %q", got, want)
+	}
+	if c := calls(t, db); strings.Contains(c, "hijacked") || !strings.Contains(c, "bob_poly as "+bob) || !strings.Contains(c, "bob_renamed as "+bob) ||
+		!strings.Contains(c, "su_poly as ") {
+		t.Fatalf("calls = %q: want bob's and the superuser's own functions, none of alice's", c)
+	}
 }

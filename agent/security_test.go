@@ -321,9 +321,9 @@ func TestNotificationFloodIsCoalesced(t *testing.T) {
 }
 
 // TestSmuggledStatementNeverRuns: calls holding a second statement, stored as schema version 1
-// stored them (its validator let them through), never run their second statement: the agent sends
-// each call over the extended protocol, where it is a syntax error. A COPY FROM STDIN fails at
-// once instead of hanging.
+// stored them (its validator let them through; no view: unbound, the agent sends their text),
+// never run their second statement: the agent sends each call over the extended protocol, where it
+// is a syntax error. A COPY FROM STDIN fails at once instead of hanging.
 func TestSmuggledStatementNeverRuns(t *testing.T) {
 	t.Parallel()
 	db := newTestDB(t)
@@ -332,8 +332,8 @@ func TestSmuggledStatementNeverRuns(t *testing.T) {
 		pgj_create_job('E', 'note(''E'')', null, 'At01'), pgj_create_job('Copy', 'note(''Copy'')', null, 'At01')`); err != nil {
 		t.Fatal(err)
 	}
-	db.exec(t, `UPDATE pgjobs.pgj_job_ SET jobfunction = 'public.note(E''\'''');SELECT public.note(''evil'');--'')' WHERE jobname = 'E'`)
-	db.exec(t, `UPDATE pgjobs.pgj_job_ SET jobfunction = 'public.note(''c''); COPY calls FROM STDIN' WHERE jobname = 'Copy'`)
+	db.exec(t, `UPDATE pgjobs.pgj_job_ SET jobfunction = 'public.note(E''\'''');SELECT public.note(''evil'');--'')', jobview = NULL WHERE jobname = 'E'`)
+	db.exec(t, `UPDATE pgjobs.pgj_job_ SET jobfunction = 'public.note(''c''); COPY calls FROM STDIN', jobview = NULL WHERE jobname = 'Copy'`)
 	clock := fakeclock.New(t0)
 	startAgent(t, clock, db)
 	got := fireAt(t, db, clock, t0.Add(time.Minute), 2)
@@ -367,7 +367,7 @@ func TestJobsOutliveNoRole(t *testing.T) {
 	clock := fakeclock.New(t0)
 	startAgent(t, clock, db)
 	fireAt(t, db, clock, t0.Add(time.Minute), 4) // each runs once and leaves a session open
-	db.exec(t, fmt.Sprintf(`DROP ROLE %[1]s; CREATE ROLE %[1]s LOGIN; ALTER ROLE %[2]s NOLOGIN; ALTER ROLE %[3]s VALID UNTIL '2001-01-01';
+	db.exec(t, fmt.Sprintf(`DROP OWNED BY %[1]s; DROP ROLE %[1]s; CREATE ROLE %[1]s LOGIN; ALTER ROLE %[2]s NOLOGIN; ALTER ROLE %[3]s VALID UNTIL '2001-01-01';
 		ALTER ROLE %[4]s RENAME TO %[5]s`,
 		pgx.Identifier{carol}.Sanitize(), pgx.Identifier{dave}.Sanitize(), pgx.Identifier{erin}.Sanitize(),
 		pgx.Identifier{frank}.Sanitize(), pgx.Identifier{frank + "_renamed"}.Sanitize()))

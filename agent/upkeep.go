@@ -10,9 +10,9 @@ import (
 )
 
 // upkeep is the term's service that keeps the run history, woken by the jobs service after each
-// minute's runs (wake): it writes the run ends that could not be written before, and deletes the
-// runs older than the retention setting at most once per pruneEvery. It sends no statement while
-// no job runs.
+// minute's runs (wake): it writes the run ends that could not be written before, and at most once
+// per pruneEvery deletes the runs older than the retention setting and drops the views of former
+// calls. It sends no statement while no job runs.
 func (a *dbAgent) upkeep(ctx context.Context, records *pgxpool.Pool, wake <-chan struct{}) error {
 	for {
 		select {
@@ -27,7 +27,10 @@ func (a *dbAgent) upkeep(ctx context.Context, records *pgxpool.Pool, wake <-chan
 	}
 }
 
-// prune deletes the runs older than the run_retention setting.
+// prune deletes the runs older than the run_retention setting, and the tasks older than
+// task_retention, and drops the views of the calls that no job used at the last prune and none
+// uses now (pgj_update_job and pgj_drop_job leave them, so that a run of the old call goes on and
+// no role's transaction holds a run up).
 func (a *dbAgent) prune(ctx context.Context, records *pgxpool.Pool) {
 	a.pruned = time.Now()
 	if n, err := sqlschema.RunPrune(ctx, records); err != nil {
@@ -40,4 +43,14 @@ func (a *dbAgent) prune(ctx context.Context, records *pgxpool.Pool) {
 	} else if n > 0 {
 		a.logf(agentlog.LevelInfo, agentlog.StatusFiring, "deleted %d ended tasks older than the task_retention setting", n)
 	}
+	if n, err := sqlschema.CallViewsDrop(ctx, records, a.orphanViews); err != nil {
+		a.logf(agentlog.LevelError, agentlog.StatusFiring, "%v", err)
+	} else if n > 0 {
+		a.logf(agentlog.LevelInfo, agentlog.StatusFiring, "dropped %d views of former job calls", n)
+	}
+	orphans, err := sqlschema.CallViewsOrphaned(ctx, records)
+	if err != nil {
+		a.logf(agentlog.LevelError, agentlog.StatusFiring, "%v", err)
+	}
+	a.orphanViews = orphans
 }

@@ -44,6 +44,7 @@ type StoredJob struct {
 	Owner         *string // the owner's role name now; nil when the role was dropped
 	OwnerWas      string  // the owner's name when the job was made, for the record when the role is gone
 	FuncOID       uint32  // the function the call was resolved to when it was set; 0 for a call of schema version 1 that could not be resolved again (it does not run), or when not read
+	View          string  // the view the call is bound to (schema version 15), "" for a call set before
 	Startup       bool
 	StartSet      time.Time
 	NextRun       *time.Time     // the fire planned before, as the agent recorded it
@@ -63,7 +64,7 @@ func JobLoad(ctx context.Context, q DB) ([]StoredJob, error) {
 	}
 	jobs, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (StoredJob, error) {
 		var j StoredJob
-		err := row.Scan(&j.ID, &j.Name, &j.Call, &j.OwnerID, &j.Owner, &j.OwnerWas, &j.FuncOID, &j.Startup, &j.StartSet, &j.NextRun, &j.StartSchedule, &j.Schedules, &j.LastFire, &j.LastFireRun, &j.Timeout, &j.Resumed, &j.Version)
+		err := row.Scan(&j.ID, &j.Name, &j.Call, &j.OwnerID, &j.Owner, &j.OwnerWas, &j.FuncOID, &j.Startup, &j.StartSet, &j.NextRun, &j.StartSchedule, &j.Schedules, &j.LastFire, &j.LastFireRun, &j.Timeout, &j.Resumed, &j.Version, &j.View)
 		return j, err
 	})
 	if err != nil {

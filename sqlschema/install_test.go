@@ -89,6 +89,10 @@ func TestInstallUninstallLeavesTheDatabaseAsBefore(t *testing.T) {
 			if err := sqlschema.Install(ctx, conn); !errors.Is(err, sqlschema.ErrAlreadyEnabled) {
 				t.Fatalf("second install: %v, want ErrAlreadyEnabled", err)
 			}
+			// a job of the superuser's: its call's view, in a schema of its own, goes too
+			if _, err := conn.Exec(ctx, "SELECT pgjobs.pgj_create_job('J', 'pg_catalog.now()', null, null)"); err != nil {
+				t.Fatal(err)
+			}
 
 			if err := sqlschema.Uninstall(ctx, conn); err != nil {
 				t.Fatal(err)

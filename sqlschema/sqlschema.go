@@ -138,6 +138,29 @@ func Check(ctx context.Context, q DB) error {
 	return nil
 }
 
+// InstallVersion installs the schema as version n of it was, without adding it to the search_path:
+// for the tests of upgrades from an older version (pgjobs itself installs only the latest).
+func InstallVersion(ctx context.Context, db DB, n int) error {
+	return pgx.BeginFunc(ctx, db, func(tx pgx.Tx) error {
+		vs, err := versions()
+		if err != nil {
+			return err
+		}
+		if n < 1 || n > len(vs) {
+			return fmt.Errorf("install schema version %d: this pgjobs knows versions 1 to %d", n, len(vs))
+		}
+		for _, v := range vs[:n] {
+			if err := apply(ctx, tx, v); err != nil {
+				return err
+			}
+		}
+		if _, err := tx.Exec(ctx, query("install_finish"), n); err != nil {
+			return fmt.Errorf("record schema version %d: %w", n, err)
+		}
+		return nil
+	})
+}
+
 // Install creates the pgjobs schema, at the latest version, in one transaction, and adds it to
 // the database's search_path. It fails with ErrAlreadyEnabled, changing nothing, when the
 // database has a pgjobs schema.
@@ -201,7 +224,8 @@ func Upgrade(ctx context.Context, db DB) (from, to int, err error) {
 	return from, to, err
 }
 
-// Uninstall drops the pgjobs schema with everything in it and gives the database back the
+// Uninstall drops the pgjobs schema with everything in it, and the roles' schemas of the views of
+// job calls (pgjobs_call_<role OID>), and gives the database back the
 // search_path setting it had before Install, in one transaction. It fails with ErrNotEnabled
 // when there is no schema.
 func Uninstall(ctx context.Context, db DB) error {
@@ -218,12 +242,20 @@ func Uninstall(ctx context.Context, db DB) error {
 				return fmt.Errorf("drop the pgjobs_agent schema: %w", err)
 			}
 		}
+		if v >= callSchemasSince { // before, schemas of those names are not pgjobs'
+			if _, err := tx.Exec(ctx, query("uninstall_calls")); err != nil {
+				return fmt.Errorf("drop the schemas of the job calls' views: %w", err)
+			}
+		}
 		return nil
 	})
 }
 
 // agentSchemaSince is the schema version that added the agent's private schema pgjobs_agent.
 const agentSchemaSince = 6
+
+// callSchemasSince is the schema version that added the roles' schemas of call views.
+const callSchemasSince = 15
 
 // apply runs the files of one version.
 func apply(ctx context.Context, tx pgx.Tx, v version) error {

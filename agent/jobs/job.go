@@ -18,7 +18,9 @@ type job struct {
 	ownerGone bool                 // the role was dropped: the job does not run
 	funcOID   uint32               // the function the call was resolved to when it was set; 0 for a version 1 call that could not be (it does not run)
 	stored    sqlschema.StoredCall // the call's schema, name and form, for the guard
-	callErr   error                // the call does not start with a schema-qualified name: the job does not run
+	view      string               // the view the call is bound to, schema-qualified
+	viewCall  string               // SELECT from the view the call is bound to; "" for a call set before schema version 15
+	callErr   error                // the call does not start with a schema-qualified name, or its view's name is not pgjobs': the job does not run
 	startup   bool                 // run once when the agent starts
 	start     *schedule.Schedule   // the start schedule, nil when none
 	startSet  time.Time            // when the start schedule was set: it gates from its first fire after this
@@ -43,7 +45,11 @@ func storedJob(s sqlschema.StoredJob, loc *time.Location, anchor time.Time) (*jo
 	}
 	j := &job{id: s.ID, name: s.Name, call: s.Call, owner: owner, ownerID: s.OwnerID, ownerGone: s.Owner == nil,
 		funcOID: s.FuncOID, startup: s.Startup, startSet: s.StartSet, plannedAt: s.NextRun, lastFire: s.LastFire, lastRun: s.LastFireRun, timeout: timeout, resumed: s.Resumed}
-	if j.funcOID != 0 {
+	switch {
+	case s.View != "":
+		j.viewCall, j.callErr = sqlschema.ViewCallSQL(s.View)
+		j.view = s.View
+	case j.funcOID != 0:
 		j.stored, j.callErr = sqlschema.ParseStoredCall(s.Call)
 	}
 	if err := j.parseJobSchedules(s.StartSchedule, s.Schedules, loc, anchor); err != nil {

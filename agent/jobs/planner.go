@@ -71,7 +71,7 @@ func (p *planner) load(stored []sqlschema.StoredJob, now time.Time) {
 		if s.Resumed != nil {
 			resumed = s.Resumed.UnixNano()
 		}
-		sig := fmt.Sprintf("%s|%s|%d|%v|%d|%v|%d|%v|%q|%d", s.Call, owner, s.OwnerID, gone, s.FuncOID, s.Startup, s.StartSet.UnixNano(), s.StartSchedule, s.Schedules, resumed)
+		sig := fmt.Sprintf("%s|%s|%s|%d|%v|%d|%v|%d|%v|%q|%d", s.Call, s.View, owner, s.OwnerID, gone, s.FuncOID, s.Startup, s.StartSet.UnixNano(), s.StartSchedule, s.Schedules, resumed)
 		if s.StartSchedule != nil {
 			sig = fmt.Sprintf("%s|%s", sig, *s.StartSchedule)
 		}

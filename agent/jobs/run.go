@@ -310,8 +310,10 @@ func (s *Service) runOn(session *sessions.Session, j *job) sqlschema.RunResult {
 }
 
 // runCall sends, in one round trip and one transaction, the guard that checks the session is of
-// the job's owner (still existing, allowed to log in, not expired) and that no other role could
-// have its function called in place of the job's (sqlschema.RunGuardSQL), and then SELECT <call>, each
+// the job's owner (still existing, allowed to log in, not expired) and, for a call bound to a view
+// (schema version 15), that the view is still the owner's (sqlschema.RunViewGuardSQL), then
+// SELECT from the view; for a call set before, that no other role could have its function called
+// in place of the job's (sqlschema.RunGuardSQL), then SELECT <call>; each
 // with the extended query protocol: one statement per message, so a call that holds a second
 // statement is a syntax error, never run. The server skips the call when the guard fails. The
 // session's reset follows in the same round trip (sessions.Session.Run).
@@ -326,8 +328,15 @@ func (s *Service) runCall(session *sessions.Session, j *job) error {
 		ctx, cancel = context.WithTimeout(ctx, j.timeout+time.Second)
 		defer cancel()
 	}
+	owner := []byte(strconv.FormatUint(uint64(j.ownerID), 10))
+	if j.viewCall != "" {
+		stmts = append(stmts,
+			sessions.Statement{SQL: sqlschema.RunViewGuardSQL(), Args: [][]byte{owner, []byte(j.owner), []byte(j.view)}},
+			sessions.Statement{SQL: j.viewCall})
+		return session.Run(ctx, stmts)
+	}
 	stmts = append(stmts,
-		sessions.Statement{SQL: sqlschema.RunGuardSQL(), Args: [][]byte{[]byte(strconv.FormatUint(uint64(j.ownerID), 10)), []byte(j.owner),
+		sessions.Statement{SQL: sqlschema.RunGuardSQL(), Args: [][]byte{owner, []byte(j.owner),
 			[]byte(strconv.FormatUint(uint64(j.funcOID), 10)), []byte(j.stored.Schema), []byte(j.stored.Name), []byte(strconv.FormatBool(j.stored.Castable))}},
 		sessions.Statement{SQL: CallSQL(j.call)})
 	return session.Run(ctx, stmts)

@@ -18,20 +18,16 @@ import (
 func TestUpgradeWarnings(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	// setup makes a database of schema version 13 with two jobs whose calls version 14 stops, as
-	// stored before version 13
+	// setup makes a database of schema version 8 with two jobs whose calls version 14 stops
 	setup := func(t *testing.T) config.Database {
 		db := cluster.NewDatabase(t)
 		super := cluster.Connect(t, db)
-		if err := sqlschema.Install(ctx, super); err != nil {
+		if err := sqlschema.InstallVersion(ctx, super, 8); err != nil {
 			t.Fatal(err)
 		}
-		if _, err := super.Exec(ctx, `DROP FUNCTION pgjobs.pgj_type_reg_(oid);
-			UPDATE pgjobs.pgj_version_ SET version = 13;
-			CREATE FUNCTION public.any_value(v anyelement) RETURNS text LANGUAGE sql AS $$ SELECT v::text $$;
-			SELECT pgjobs.pgj_create_job('First', 'public.any_value(1)', null, null),
-			       pgjobs.pgj_create_job('Second', 'public.any_value(2)', null, null);
-			UPDATE pgjobs.pgj_job_ SET jobfunction = 'public.any_value((''pg_class''::text)::regclass)';
+		if _, err := super.Exec(ctx, `CREATE FUNCTION public.any_value(v anyelement) RETURNS text LANGUAGE sql AS $$ SELECT v::text $$;
+			SELECT pgjobs.pgj_create_job('First', 'public.any_value((''pg_class''::text)::regclass)', null, null),
+			       pgjobs.pgj_create_job('Second', 'public.any_value((''pg_class''::text)::regclass)', null, null);
 			ALTER DATABASE `+pgx.Identifier{db}.Sanitize()+` SET client_min_messages = error`); err != nil {
 			t.Fatal(err)
 		}
@@ -43,7 +39,7 @@ func TestUpgradeWarnings(t *testing.T) {
 		t.Parallel()
 		d := setup(t)
 		var warnings strings.Builder
-		if from, to, err := upgrade(ctx, d, &warnings); err != nil || from != 13 || to != sqlschema.Latest() {
+		if from, to, err := upgrade(ctx, d, &warnings); err != nil || from != 8 || to != sqlschema.Latest() {
 			t.Fatalf("upgrade = %d, %d, %v", from, to, err)
 		}
 		want := d.Target() + ": warning: " + fmt.Sprintf(stopped, "First") + "\n" + d.Target() + ": warning: " + fmt.Sprintf(stopped, "Second") + "\n"

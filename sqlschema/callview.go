@@ -1,0 +1,59 @@
+package sqlschema
+
+import (
+	"context"
+	"fmt"
+	"regexp"
+
+	"github.com/jackc/pgx/v5"
+)
+
+// The views of bound calls (schema version 15): a job's call, parsed when it is set into a view of
+// its owner's own schema pgjobs_call_<role OID>, which keeps what the call names by OID.
+
+// RunViewGuardSQL is the guard of a call bound to a view, sent in the same round trip right before
+// the statement of ViewCallSQL: with the owner's role OID ($1) and name ($2), it fails unless the
+// session is of that role, which still exists, may log in and has not expired, and unless view $3
+// is the owner's, in the owner's own call schema, where no other role may create or look.
+func RunViewGuardSQL() string { return query("run_view_guard") }
+
+// viewName is the form of the names pgjobs gives the views of calls.
+var viewName = regexp.MustCompile(`^pgjobs_call_[0-9]+\.call_[0-9a-f]{32}$`)
+
+// ViewCallSQL returns the statement that runs a call bound to view (StoredJob.View), or an error
+// when view is not a name pgjobs gives: the call's value stays in the server (a boolean).
+func ViewCallSQL(view string) (string, error) {
+	if !viewName.MatchString(view) {
+		return "", fmt.Errorf("the view of the job's call %q is not one pgjobs makes (pgjobs_call_OID.call_HEX)", truncate(view, 100))
+	}
+	return "SELECT pgj_call_ FROM " + view, nil
+}
+
+// CallViewsOrphaned returns the views of calls that no job uses: of calls set again since, and of
+// dropped jobs. Runs of a job loaded before its call changed may still use them for a while: the
+// agent drops them with CallViewsDrop a prune later.
+func CallViewsOrphaned(ctx context.Context, q DB) ([]string, error) {
+	rows, err := q.Query(ctx, query("call_views_orphaned"))
+	if err != nil {
+		return nil, fmt.Errorf("read the views of former calls: %w", err)
+	}
+	views, err := pgx.CollectRows(rows, pgx.RowTo[string])
+	if err != nil {
+		return nil, fmt.Errorf("read the views of former calls: %w", err)
+	}
+	return views, nil
+}
+
+// CallViewsDrop drops those of views (from CallViewsOrphaned) that no job uses now, but those a
+// session holds (a run still going), and returns how many it dropped. Only an agent's role may
+// (one that may update the leader lease).
+func CallViewsDrop(ctx context.Context, q DB, views []string) (int, error) {
+	if len(views) == 0 {
+		return 0, nil
+	}
+	var dropped int
+	if err := q.QueryRow(ctx, query("call_views_drop"), views).Scan(&dropped); err != nil {
+		return 0, fmt.Errorf("drop the views of former calls: %w", err)
+	}
+	return dropped, nil
+}
