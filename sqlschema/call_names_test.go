@@ -127,7 +127,7 @@ func TestNamesHeldInValues(t *testing.T) {
 	}
 }
 
-// TestUpgradeFindsLostNames: the upgrade (versions 11 and 14) stops the jobs stored before
+// TestUpgradeFindsLostNames: the upgrade (version 14) stops the jobs stored before
 // version 9 whose call names an object of a temporary schema, the jobs stored before version 13
 // that make reg* values at each run, and those that hold reg* values in a domain's array or in a
 // row, and leaves every other call alone, the built-in types' SQL spellings and reg* constants of
@@ -145,6 +145,7 @@ func TestUpgradeFindsLostNames(t *testing.T) {
 		CREATE FUNCTION public.mix(a double precision, b varchar(10), c timestamp(3) with time zone, d bit(3), e int[], f "char", g time, h interval)
 			RETURNS text LANGUAGE sql AS $$ SELECT 'x' $$;
 		CREATE TABLE public.orders (a int);
+		CREATE TABLE public.pg_temperature (a int);
 		CREATE DOMAIN public.one_table AS regclass;
 		CREATE TYPE public.reg_row AS (t regclass);
 		CREATE SCHEMA "it's::tdom";
@@ -193,6 +194,10 @@ func TestUpgradeFindsLostNames(t *testing.T) {
 		"Float":        `public.any_value(0.5::double precision)`,
 		"NullTable":    `public.any_value(NULL::regclass)`,
 		"DomainTables": `public.any_value('{public.orders}'::public.one_table[])`,
+		"TableDomain":  `public.any_value(('public.orders'::regclass)::public.one_table)`,
+		"Number":       `public.any_value(1259::regclass)`,
+		"NullRow":      `public.any_value(NULL::public.reg_row)`,
+		"TempLike":     `public.any_value('public.pg_temperature'::regclass)`,
 	}
 	for _, jobs := range []map[string]string{lost, kept} {
 		for name, call := range jobs {
@@ -203,6 +208,11 @@ func TestUpgradeFindsLostNames(t *testing.T) {
 		mustExec(t, super, "SELECT pgjobs.pgj_create_job("+quoteLiteral(name)+", "+quoteLiteral(call)+", null, null)")
 		lost[name] = call
 	}
+	// A call stored through the internal functions is as its role wrote it: a dollar-quoted string
+	// whose text reads as a cast to what is no type name stops that job, not the upgrade.
+	mustExec(t, conn, `SELECT pgjobs.pgj_stamp_(), pgjobs.pgj_job_create_('pgj_create_job', 'Dollar', 'public.any_value($$::select $$)',
+		'public.any_value(anyelement)'::regprocedure, null, null, false)`)
+	lost["Dollar"] = "public.any_value($$::select $$)"
 	if from, to, err := sqlschema.Upgrade(ctx, super); err != nil || from != 8 || to != sqlschema.Latest() {
 		t.Fatalf("Upgrade = %d, %d, %v", from, to, err)
 	}

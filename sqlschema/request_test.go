@@ -70,7 +70,19 @@ func TestRunJobRequests(t *testing.T) {
 	if err := super.QueryRow(ctx, "SELECT jobid, xmin::text FROM pgjobs.pgj_job_ WHERE jobname = 'Report'").Scan(&jobID, &version); err != nil {
 		t.Fatal(err)
 	}
-	planned := map[int]string{jobID: version}
+	// A second job of alice's, not changed, with a request: the take pairs each job with its own
+	// version.
+	mustExec(t, aliceConn, "SELECT pgj_create_job('Steady', 'off_line()', null, null)")
+	steady, err := sqlschema.RequestRun(ctx, aliceConn, "Steady")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var steadyID int
+	var steadyVersion string
+	if err := super.QueryRow(ctx, "SELECT jobid, xmin::text FROM pgjobs.pgj_job_ WHERE jobname = 'Steady'").Scan(&steadyID, &steadyVersion); err != nil {
+		t.Fatal(err)
+	}
+	planned := map[int]string{jobID: version, steadyID: steadyVersion}
 	if taken, err := sqlschema.RequestTake(ctx, super, epoch, nil, 10); err != nil || len(taken) != 0 {
 		t.Fatalf("a job the agent does not plan yet: taken %v, %v; want it left waiting", taken, err)
 	}
@@ -79,8 +91,8 @@ func TestRunJobRequests(t *testing.T) {
 	}
 	// A job changed since the agent loaded it: its request waits for the take after the reload.
 	mustExec(t, aliceConn, "SELECT pgj_update_job('Report', null, 'off_line()', null)")
-	if taken, err := sqlschema.RequestTake(ctx, super, epoch, planned, 10); err != nil || len(taken) != 0 {
-		t.Fatalf("a job changed since it was loaded: taken %v, %v; want it left waiting", taken, err)
+	if taken, err := sqlschema.RequestTake(ctx, super, epoch, planned, 10); err != nil || len(taken) != 1 || taken[0].ID != steady {
+		t.Fatalf("a job changed since it was loaded, and one not: taken %v, %v; want only request %d of Steady", taken, err, steady)
 	}
 	if err := super.QueryRow(ctx, "SELECT xmin::text FROM pgjobs.pgj_job_ WHERE jobid = $1", jobID).Scan(&version); err != nil {
 		t.Fatal(err)
@@ -106,11 +118,11 @@ func TestRunJobRequests(t *testing.T) {
 	if n, err := sqlschema.RequestOrphans(ctx, super, epoch, nil); err != nil || n != 0 {
 		t.Fatalf("a stale epoch answered %d orphans, %v", n, err)
 	}
-	if n, err := sqlschema.RequestOrphans(ctx, super, epoch+1, []int64{first, next}); err != nil || n != 0 {
+	if n, err := sqlschema.RequestOrphans(ctx, super, epoch+1, []int64{first, next, steady}); err != nil || n != 0 {
 		t.Fatalf("requests whose runs the agent has in flight answered as orphans: %d, %v", n, err)
 	}
-	if n, err := sqlschema.RequestOrphans(ctx, super, epoch+1, nil); err != nil || n != 2 { // the first, taken and never answered, too
-		t.Fatalf("orphans answered: %d, %v; want 2", n, err)
+	if n, err := sqlschema.RequestOrphans(ctx, super, epoch+1, nil); err != nil || n != 3 { // the first and Steady's, taken and never answered, too
+		t.Fatalf("orphans answered: %d, %v; want 3", n, err)
 	}
 	if r, err := sqlschema.RequestRead(ctx, aliceConn, next); err != nil || r.Refused == nil || !strings.Contains(*r.Refused, "ask again") {
 		t.Fatalf("the orphan as alice reads it: %+v, %v", r, err)

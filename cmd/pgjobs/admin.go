@@ -1,10 +1,10 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"strings"
 
 	"github.com/jackc/pgx/v5/pgconn"
@@ -309,11 +309,12 @@ func updateSystem(c *cli.Context) error {
 	}
 	var failed []error
 	for _, d := range f.Databases() {
-		from, to, err := upgrade(c.Context, d, c.App.ErrWriter)
+		from, to, warnings, err := upgrade(c.Context, d)
 		if err != nil {
 			failed = append(failed, fmt.Errorf("%s: %w", d.Target(), err))
 			continue
 		}
+		fmt.Fprint(c.App.ErrWriter, warnings)
 		fmt.Fprintf(c.App.Writer, "%s: schema version %d -> %d\n", d.Target(), from, to)
 	}
 	if len(failed) > 0 {
@@ -326,32 +327,32 @@ func updateSystem(c *cli.Context) error {
 	return nil
 }
 
-// upgrade brings the schema of d to this pgjobs' version, writing the upgrade's warnings (such as
-// the jobs it stopped) to warnings once it has committed: an upgrade that fails changes nothing,
-// and its warnings would tell of changes that were rolled back.
-func upgrade(ctx context.Context, d config.Database, warnings io.Writer) (from, to int, err error) {
+// upgrade brings the schema of d to this pgjobs' version, and returns the upgrade's warnings (such
+// as the jobs it stopped), one line each: the caller prints them once the upgrade has committed
+// (an upgrade that fails changes nothing, and its warnings would tell of changes rolled back).
+func upgrade(ctx context.Context, d config.Database) (from, to int, warnings string, err error) {
 	var said strings.Builder
 	conn, err := connectNoticed(ctx, d, func(_ *pgconn.PgConn, n *pgconn.Notice) {
-		if n.Severity == "WARNING" {
+		// the severity as the server names it in English: the other is in its lc_messages
+		if cmp.Or(n.SeverityUnlocalized, n.Severity) == "WARNING" {
 			fmt.Fprintf(&said, "%s: warning: %s\n", d.Target(), printable(n.Message))
 		}
 	})
 	if err != nil {
-		return 0, 0, err
+		return 0, 0, "", err
 	}
 	defer conn.Close(ctx)
 	if err := requireSuperuser(ctx, conn, "updatesystem", d); err != nil {
-		return 0, 0, err
+		return 0, 0, "", err
 	}
 	// the warnings reach this session whatever the role's or the database's setting
 	if _, err := conn.Exec(ctx, "SET client_min_messages = warning"); err != nil {
-		return 0, 0, fmt.Errorf("%s: set client_min_messages: %w", d.Target(), err)
+		return 0, 0, "", fmt.Errorf("set client_min_messages: %w", err)
 	}
 	if from, to, err = sqlschema.Upgrade(ctx, conn); err != nil {
-		return from, to, err
+		return from, to, "", err
 	}
-	_, err = io.WriteString(warnings, said.String())
-	return from, to, err
+	return from, to, said.String(), nil
 }
 
 func updateMaster(c *cli.Context) error {

@@ -95,18 +95,10 @@ BEGIN
 END
 $$;
 
-DO $$
-DECLARE
-    j record;
-BEGIN
-    FOR j IN SELECT jobid, jobname, jobfunction, pgjobs.pgj_call_lost_(jobfunction) AS lost
-             FROM pgjobs.pgj_job_ WHERE jobfuncoid IS NOT NULL ORDER BY jobid LOOP
-        CONTINUE WHEN j.lost IS NULL;
-        UPDATE pgjobs.pgj_job_ SET jobfuncoid = NULL WHERE jobid = j.jobid;
-        RAISE WARNING 'job % (call %) names % without a schema, which pg_catalog does not have: an object of its owner''s temporary schema when the call was set. It does not run until its owner sets the call again with pgj_update_job',
-            j.jobname, j.jobfunction, j.lost;
-    END LOOP;
-END
-$$;
+-- The scan itself runs in version 14, over every job, with pgj_call_lost_ as version 14 makes it
+-- (it ran here until the code review of version 14: a call any role could store through the
+-- internal functions made this scan, and so the whole upgrade, fail, and a long call took
+-- seconds). Version 14 reads more forms; an upgrade through this version goes on to version 14 in
+-- the same transaction, and a database already past this version had this scan, and has 14's.
 
 REVOKE ALL ON FUNCTION pgjobs.pgj_call_lost_(text) FROM PUBLIC;

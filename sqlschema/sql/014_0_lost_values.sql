@@ -43,109 +43,208 @@ AS $$
                         'regoperator', 'regproc', 'regprocedure', 'regtype')
 $$;
 
+-- pgj_reg_reads_ tells whether text p_lit reads as a value of reg* type p_type (an array of them
+-- when p_array) in this session: its input function only looks names up. Static casts, whose plans
+-- plpgsql keeps: a call may hold hundreds of constants, and EXECUTE plans each again.
+CREATE FUNCTION pgjobs.pgj_reg_reads_(p_lit text, p_type text, p_array boolean) RETURNS boolean
+LANGUAGE plpgsql STABLE
+SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+    typ text := p_type || (CASE WHEN p_array THEN '[]' ELSE '' END);
+BEGIN
+    CASE typ
+    WHEN 'regclass' THEN PERFORM p_lit::regclass;
+    WHEN 'regclass[]' THEN PERFORM p_lit::regclass[];
+    WHEN 'regcollation' THEN PERFORM p_lit::regcollation;
+    WHEN 'regcollation[]' THEN PERFORM p_lit::regcollation[];
+    WHEN 'regconfig' THEN PERFORM p_lit::regconfig;
+    WHEN 'regconfig[]' THEN PERFORM p_lit::regconfig[];
+    WHEN 'regdictionary' THEN PERFORM p_lit::regdictionary;
+    WHEN 'regdictionary[]' THEN PERFORM p_lit::regdictionary[];
+    WHEN 'regnamespace' THEN PERFORM p_lit::regnamespace;
+    WHEN 'regnamespace[]' THEN PERFORM p_lit::regnamespace[];
+    WHEN 'regoper' THEN PERFORM p_lit::regoper;
+    WHEN 'regoper[]' THEN PERFORM p_lit::regoper[];
+    WHEN 'regoperator' THEN PERFORM p_lit::regoperator;
+    WHEN 'regoperator[]' THEN PERFORM p_lit::regoperator[];
+    WHEN 'regproc' THEN PERFORM p_lit::regproc;
+    WHEN 'regproc[]' THEN PERFORM p_lit::regproc[];
+    WHEN 'regprocedure' THEN PERFORM p_lit::regprocedure;
+    WHEN 'regprocedure[]' THEN PERFORM p_lit::regprocedure[];
+    WHEN 'regtype' THEN PERFORM p_lit::regtype;
+    WHEN 'regtype[]' THEN PERFORM p_lit::regtype[];
+    END CASE;
+    RETURN true;
+EXCEPTION WHEN OTHERS THEN
+    RETURN false;
+END
+$$;
+
 -- pgj_call_lost_ returns why stored call p_call names something that another role could take over
 -- at a run, or NULL when nothing is found. It reads the call as PostgreSQL writes a call back
--- (strings in single quotes with '' for a quote, identifiers in double quotes where they must be)
--- and looks at the type of each cast:
+-- (strings in single quotes with '' for a quote, identifiers in double quotes where they must be;
+-- no dollar quotes, no string prefixes such as E'') and looks at the type of each cast:
 --   - a type written without a schema must be of pg_catalog: it was of the temporary schema
 --     otherwise (double precision is the one type whose spelling to_regtype does not read whole);
 --   - a type of a temporary schema (another session's pg_temp_3) is refused;
---   - a type holding reg* values in a row or a range is refused;
---   - a type that is a reg* type through domains and arrays must follow a string constant or
---     NULL (a value made at each run, ('stage'::text)::regclass, is refused), and the constant
---     must name no temporary schema and read again, by the reg* type's own input function (which
---     only looks names up), in pg_catalog and the upgrading session's empty temporary schema.
+--   - a type holding reg* values in a row or a range is refused, but for a NULL;
+--   - a type that is a reg* type through domains and arrays must follow a string constant, NULL,
+--     a number in parentheses, or a reg* constant just read (('public.t'::regclass)::tabs): a value
+--     made at each run, ('stage'::text)::regclass, is refused; the constant must name no temporary
+--     schema and read again, by the reg* type's own input function (which only looks names up), in
+--     pg_catalog and the upgrading session's empty temporary schema (pgj_reg_reads_).
+-- Text that PostgreSQL does not write back (stored through the internal functions) is refused,
+-- and an error reading it (to_regtype of what is no type name) stops the job too (the scan below).
+-- The call is read character by character from an array, each character once (substr of a long
+-- text counts characters from its start: a call of 8192 characters took half a second).
 CREATE OR REPLACE FUNCTION pgjobs.pgj_call_lost_(p_call text) RETURNS text
 LANGUAGE plpgsql STABLE
 SET search_path = pg_catalog, pg_temp
 SET standard_conforming_strings = on
 AS $$
 DECLARE
+    c text[] := string_to_array(p_call, NULL);
+    n int := coalesce(array_length(c, 1), 0);
     i int := 1;
-    n int := length(p_call);
     j int;
     k int;
     lit text;
     lit_end int := 0; -- the position just after the last string constant
-    ident text := '^("(?:[^"]|"")*"|[A-Za-z_][A-Za-z0-9_$]*)';
-    temp text := '(^|[^A-Za-z0-9_$])"?pg_(toast_)?temp'; -- a temporary schema's name in a constant
-    temp_schema text := '^"?pg_(toast_)?temp';
-    name text;
+    reg_end int := 0; -- the position just after the last reg* constant read again
+    -- a temporary schema's name in a constant, and as a type's schema
+    temp text := '(^|[^A-Za-z0-9_$])"?pg_(toast_)?temp(_[0-9]+)?("|\.|,|\}|\(|\)|$)';
+    temp_schema text := '^"?pg_(toast_)?temp(_[0-9]+)?"?$';
+    part text;
+    parts text[];
     spelled text;
     typ oid;
     brackets text;
     leaf text;
     inside boolean;
+    after_null boolean;
+    seen text[] := '{}'; -- the type names read, with their types and what pgj_type_reg_ said of each
+    seen_typ oid[] := '{}';
+    seen_leaf text[] := '{}';
+    seen_inside boolean[] := '{}';
 BEGIN
     WHILE i <= n LOOP
-        IF substr(p_call, i, 1) = '''' THEN
-            lit := '';
+        IF c[i] = '''' OR c[i] = '"' THEN
+            IF c[i] = '''' AND i > 1 AND c[i - 1] ~ '^[A-Za-z0-9_&]$' THEN
+                RETURN 'it has a string with a prefix (' || c[i - 1] || '''...''), which PostgreSQL does not write back';
+            END IF;
+            -- a string or a quoted name, a doubled quote standing for one
+            part := '';
             j := i + 1;
             LOOP
-                k := strpos(substr(p_call, j), '''');
-                IF k = 0 THEN
-                    RETURN 'it has an unterminated string';
+                IF j > n THEN
+                    RETURN 'it has an unterminated ' || CASE WHEN c[i] = '''' THEN 'string' ELSE 'quoted name' END;
                 END IF;
-                lit := lit || substr(p_call, j, k - 1);
-                j := j + k;
-                EXIT WHEN substr(p_call, j, 1) <> '''';
-                lit := lit || '''';
+                IF c[j] = c[i] THEN
+                    EXIT WHEN j = n OR c[j + 1] <> c[i];
+                    j := j + 1;
+                END IF;
+                part := part || c[j];
                 j := j + 1;
             END LOOP;
-            i := j;
-            lit_end := j;
-        ELSIF substr(p_call, i, 1) = '"' THEN
-            name := substring(substr(p_call, i) FROM '^"(?:[^"]|"")*"');
-            IF name IS NULL THEN
-                RETURN 'it has an unterminated quoted name';
+            i := j + 1;
+            IF c[j] = '''' THEN
+                lit := part;
+                lit_end := i;
             END IF;
-            i := i + length(name);
-        ELSIF substr(p_call, i, 2) = '::' THEN
-            name := substring(substr(p_call, i + 2) FROM ident);
-            IF name IS NULL THEN
-                RETURN 'it has a cast without a type name';
+        ELSIF c[i] = '$' THEN
+            RETURN 'it has a $ outside its strings and quoted names (a dollar-quoted string?), which PostgreSQL does not write back';
+        ELSIF c[i] = ':' AND i < n AND c[i + 1] = ':' THEN
+            -- the type's name: one identifier, or two with a dot (schema.name), each bare or quoted
+            -- as quote_ident writes it; then double precision's second word, and brackets
+            parts := '{}';
+            j := i + 2;
+            LOOP
+                k := j;
+                IF j <= n AND c[j] = '"' THEN
+                    j := j + 1;
+                    LOOP
+                        IF j > n THEN
+                            RETURN 'it has an unterminated quoted name';
+                        END IF;
+                        IF c[j] = '"' THEN
+                            EXIT WHEN j = n OR c[j + 1] <> '"';
+                            j := j + 1;
+                        END IF;
+                        j := j + 1;
+                    END LOOP;
+                    j := j + 1;
+                ELSE
+                    WHILE j <= n AND (c[j] ~ '^[A-Za-z_]$' OR (j > k AND c[j] ~ '^[0-9$]$')) LOOP
+                        j := j + 1;
+                    END LOOP;
+                END IF;
+                IF j = k THEN
+                    RETURN 'it has a cast without a type name';
+                END IF;
+                part := '';
+                FOR m IN k .. j - 1 LOOP
+                    part := part || c[m];
+                END LOOP;
+                parts := parts || part;
+                EXIT WHEN j > n OR c[j] <> '.' OR cardinality(parts) = 2;
+                j := j + 1;
+            END LOOP;
+            IF cardinality(parts) = 2 AND parts[1] ~ temp_schema THEN
+                RETURN 'it names type ' || parts[1] || '.' || parts[2] || ' of a temporary schema';
             END IF;
-            k := i + 2 + length(name);
-            IF substr(p_call, k, 1) = '.' THEN
-                spelled := substring(substr(p_call, k + 1) FROM ident);
-                IF spelled IS NULL THEN
-                    RETURN 'it has a cast to ' || name || '. without a type name';
-                END IF;
-                IF name ~ temp_schema THEN
-                    RETURN 'it names type ' || name || '.' || spelled || ' of a temporary schema';
-                END IF;
-                spelled := name || '.' || spelled;
-                typ := to_regtype(spelled); -- NULL when gone: the run fails, there is nothing to take over
+            spelled := array_to_string(parts, '.');
+            IF spelled = 'double' AND j + 9 <= n AND c[j] = ' ' AND c[j + 1] = 'p' AND c[j + 2] = 'r' AND c[j + 3] = 'e'
+               AND c[j + 4] = 'c' AND c[j + 5] = 'i' AND c[j + 6] = 's' AND c[j + 7] = 'i' AND c[j + 8] = 'o' AND c[j + 9] = 'n' THEN
+                spelled := 'double precision';
+                j := j + 10;
+            END IF;
+            brackets := '';
+            WHILE j < n AND c[j] = '[' AND c[j + 1] = ']' LOOP
+                brackets := brackets || '[]';
+                j := j + 2;
+            END LOOP;
+            -- each type's name looked up, and its walk, once per call: a call may cast hundreds of times
+            k := array_position(seen, spelled);
+            IF k IS NULL THEN
+                typ := to_regtype(spelled); -- NULL for a qualified name gone: the run fails, there is nothing to take over
+                SELECT r.leaf, r.inside INTO leaf, inside FROM pgjobs.pgj_type_reg_(typ) r;
+                seen := seen || spelled;
+                seen_typ := seen_typ || typ;
+                seen_leaf := seen_leaf || leaf;
+                seen_inside := seen_inside || inside;
             ELSE
-                spelled := name;
-                IF name = 'double' AND substr(p_call, k, 10) = ' precision' THEN
-                    spelled := 'double precision';
-                END IF;
-                typ := to_regtype(spelled);
-                IF typ IS NULL THEN
-                    RETURN 'it names type ' || name || ' without a schema, which pg_catalog does not have: an object of its owner''s temporary schema when the call was set';
-                END IF;
+                typ := seen_typ[k];
+                leaf := seen_leaf[k];
+                inside := seen_inside[k];
             END IF;
-            k := i + 2 + length(spelled);
-            brackets := coalesce(substring(substr(p_call, k) FROM '^((?:\[\])+)'), '');
-            SELECT r.leaf, r.inside INTO leaf, inside FROM pgjobs.pgj_type_reg_(typ) r;
-            IF inside THEN
+            IF typ IS NULL AND cardinality(parts) = 1 THEN
+                RETURN 'it names type ' || spelled || ' without a schema, which pg_catalog does not have: an object of its owner''s temporary schema when the call was set';
+            END IF;
+            after_null := i > 4 AND c[i - 4] = 'N' AND c[i - 3] = 'U' AND c[i - 2] = 'L' AND c[i - 1] = 'L'
+                          AND (i = 5 OR c[i - 5] !~ '^[A-Za-z0-9_$"]$');
+            IF inside AND NOT after_null THEN
                 RETURN 'it passes reg* values inside a row or a range of type ' || spelled || ', whose names are looked up at each run';
             END IF;
             IF leaf IS NOT NULL AND lit_end = i THEN
                 IF lit ~ temp THEN
                     RETURN 'its constant ' || quote_literal(lit) || '::' || spelled || brackets || ' names a temporary schema';
                 END IF;
-                BEGIN
-                    EXECUTE format('SELECT %L::pg_catalog.%s%s', lit, leaf,
-                                   CASE WHEN brackets <> '' AND leaf NOT LIKE '%[]' THEN '[]' ELSE '' END);
-                EXCEPTION WHEN OTHERS THEN
-                    RETURN 'its constant ' || quote_literal(lit) || '::' || spelled || brackets || ' names what pg_catalog does not have without a schema: an object of its owner''s temporary schema when the call was set';
-                END;
-            ELSIF leaf IS NOT NULL AND NOT (substr(p_call, i - 4, 4) = 'NULL' AND substr(p_call, i - 5, 1) !~ '[A-Za-z0-9_$"]') THEN
-                RETURN 'it makes ' || spelled || brackets || ' values from another value at each run, looked up by name in its owner''s search path';
+                IF NOT pgjobs.pgj_reg_reads_(lit, rtrim(leaf, '[]'), leaf LIKE '%[]' OR brackets <> '') THEN
+                    RETURN 'its constant ' || quote_literal(lit) || '::' || spelled || brackets || ' names what is not found by its name alone: an object of its owner''s temporary schema when the call was set, or one dropped since';
+                END IF;
+                reg_end := j;
+            ELSIF leaf IS NOT NULL AND NOT after_null THEN
+                -- ('public.t'::regclass)::tabs, or (1259)::regclass: no name is read at each run
+                k := i - 2;
+                WHILE k > 0 AND c[k] ~ '^[0-9]$' LOOP
+                    k := k - 1;
+                END LOOP;
+                IF NOT (i > 1 AND c[i - 1] = ')' AND (i - 1 = reg_end OR (k > 0 AND k < i - 2 AND c[k] = '('))) THEN
+                    RETURN 'it makes ' || spelled || brackets || ' values from another value at each run, looked up by name in its owner''s search path';
+                END IF;
             END IF;
-            i := k;
+            i := j;
         ELSE
             i := i + 1;
         END IF;
@@ -154,19 +253,26 @@ BEGIN
 END
 $$;
 
+-- Every job's call is read, each on its own: an error reading one (a call stored through the
+-- internal functions, which PostgreSQL did not write back) stops that job, not the upgrade.
 DO $$
 DECLARE
     j record;
+    lost text;
 BEGIN
-    FOR j IN SELECT jobid, jobname, jobfunction, pgjobs.pgj_call_lost_(jobfunction) AS lost
-             FROM pgjobs.pgj_job_ WHERE jobfuncoid IS NOT NULL ORDER BY jobid LOOP
-        CONTINUE WHEN j.lost IS NULL;
+    FOR j IN SELECT jobid, jobname, jobfunction FROM pgjobs.pgj_job_ WHERE jobfuncoid IS NOT NULL ORDER BY jobid LOOP
+        BEGIN
+            lost := pgjobs.pgj_call_lost_(j.jobfunction);
+        EXCEPTION WHEN OTHERS THEN
+            lost := 'its call could not be read (' || SQLERRM || '): it is not a call as PostgreSQL writes it back';
+        END;
+        CONTINUE WHEN lost IS NULL;
         UPDATE pgjobs.pgj_job_ SET jobfuncoid = NULL WHERE jobid = j.jobid;
         RAISE WARNING 'job % (call %) is stopped: %. It does not run until its owner sets the call again with pgj_update_job',
-            j.jobname, j.jobfunction, j.lost;
+            j.jobname, j.jobfunction, lost;
     END LOOP;
 END
 $$;
 
-REVOKE ALL ON FUNCTION pgjobs.pgj_type_reg_(oid) FROM PUBLIC;
+REVOKE ALL ON FUNCTION pgjobs.pgj_type_reg_(oid), pgjobs.pgj_reg_reads_(text, text, boolean) FROM PUBLIC;
 REVOKE ALL ON FUNCTION pgjobs.pgj_call_lost_(text) FROM PUBLIC;
