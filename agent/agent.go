@@ -81,6 +81,13 @@ type Options struct {
 	// OnReload, when not nil, is called after each reload of a database agent's jobs on a change
 	// notification, with the database's id: a hook for tests.
 	OnReload func(id int)
+	// CallViewsGrace is how long after a change the views of former calls that no job uses are
+	// dropped (a run of a job loaded before the change may still start on its old view until the
+	// reload that brings the change); 0 means 1 min.
+	CallViewsGrace time.Duration
+	// OnCallViewsDropped, when not nil, is called after each drop of the views of former calls,
+	// with the database's id and how many were dropped: a hook for tests.
+	OnCallViewsDropped func(id, dropped int)
 }
 
 func (o Options) withDefaults() Options {
@@ -113,6 +120,9 @@ func (o Options) withDefaults() Options {
 	}
 	if o.LeaderBusyLimit <= 0 {
 		o.LeaderBusyLimit = 15 * time.Second
+	}
+	if o.CallViewsGrace <= 0 {
+		o.CallViewsGrace = time.Minute
 	}
 	if o.Logger == nil {
 		o.Logger = func(int, int) *slog.Logger { return slog.New(slog.DiscardHandler) }

@@ -145,11 +145,12 @@ func (a *dbAgent) runServices(ctx context.Context, conn *pgx.Conn, records *pgxp
 	t.changes, t.pings = wakeUps.topic("pgjobs"), wakeUps.topic("pgjobs_ping")
 	taskWake := wakeUps.topic("pgjobs_task")
 	requests := wakeUps.topic("pgjobs_run")
-	upkeepDue := make(chan struct{}, 1)
+	upkeepDue, reloaded := make(chan struct{}, 1), make(chan struct{}, 1)
 	services, servicesCtx := errgroup.WithContext(context.Background())
 	services.Go(func() error { return wakeUps.listen(servicesCtx) })
 	services.Go(func() error { return a.answer(servicesCtx, records, t) })
 	services.Go(func() error { return a.upkeep(servicesCtx, records, upkeepDue) })
+	services.Go(func() error { return a.callViews(servicesCtx, records, reloaded) })
 	tasksDrained := make(chan struct{})
 	services.Go(func() error {
 		defer close(tasksDrained)
@@ -163,7 +164,7 @@ func (a *dbAgent) runServices(ctx context.Context, conn *pgx.Conn, records *pgxp
 		jobsCtx, stopJobs := context.WithCancelCause(servicesCtx)
 		defer stopJobs(nil)
 		defer context.AfterFunc(ctx, func() { stopJobs(context.Cause(ctx)) })()
-		err := a.jobs.Run(jobsCtx, jobs.Term{Epoch: t.epoch, Records: records, Stop: t.stop, Changes: t.changes, Requests: requests, UpkeepDue: upkeepDue,
+		err := a.jobs.Run(jobsCtx, jobs.Term{Epoch: t.epoch, Records: records, Stop: t.stop, Changes: t.changes, Requests: requests, UpkeepDue: upkeepDue, Reloaded: reloaded,
 			Progress: t.progress, RunStartup: t.runStartup, Anchor: t.anchor, LateLimit: t.lateLimit, Resumes: t.resumes})
 		if ctx.Err() != nil {
 			t.progress.Store(0) // waiting for the runs: the answers go on

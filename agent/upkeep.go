@@ -28,9 +28,8 @@ func (a *dbAgent) upkeep(ctx context.Context, records *pgxpool.Pool, wake <-chan
 }
 
 // prune deletes the runs older than the run_retention setting, and the tasks older than
-// task_retention, and drops the views of the calls that no job used at the last prune and none
-// uses now (pgj_update_job and pgj_drop_job leave them, so that a run of the old call goes on and
-// no role's transaction holds a run up).
+// task_retention, and drops the views of former calls that no job used at the last prune and none
+// uses now: those the drop after a change left (a run still held them).
 func (a *dbAgent) prune(ctx context.Context, records *pgxpool.Pool) {
 	a.pruned = time.Now()
 	if n, err := sqlschema.RunPrune(ctx, records); err != nil {
@@ -43,14 +42,5 @@ func (a *dbAgent) prune(ctx context.Context, records *pgxpool.Pool) {
 	} else if n > 0 {
 		a.logf(agentlog.LevelInfo, agentlog.StatusFiring, "deleted %d ended tasks older than the task_retention setting", n)
 	}
-	if n, err := sqlschema.CallViewsDrop(ctx, records, a.orphanViews); err != nil {
-		a.logf(agentlog.LevelError, agentlog.StatusFiring, "%v", err)
-	} else if n > 0 {
-		a.logf(agentlog.LevelInfo, agentlog.StatusFiring, "dropped %d views of former job calls", n)
-	}
-	orphans, err := sqlschema.CallViewsOrphaned(ctx, records)
-	if err != nil {
-		a.logf(agentlog.LevelError, agentlog.StatusFiring, "%v", err)
-	}
-	a.orphanViews = orphans
+	a.orphanViews = a.dropCallViews(ctx, records, a.orphanViews) // those left after the last change
 }

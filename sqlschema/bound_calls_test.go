@@ -125,6 +125,28 @@ func TestCallsAreBound(t *testing.T) {
 	if n, err := sqlschema.CallViewsDrop(ctx, super, orphans); err != nil || n != 1 || exists(report.view) {
 		t.Fatalf("drop once alice's session let go: %d, %v", n, err)
 	}
+	// bob has no job left: his schema, empty, went with his last view, and he may be dropped.
+	if got := queryString(t, super, "SELECT count(*)::text FROM pg_namespace WHERE nspname = $1", strings.Split(bobs, ".")[0]); got != "0" {
+		t.Fatalf("bob's empty call schema: %s left", got)
+	}
+	// The views of many changes go, CallViewsDropMax a transaction (thousands in one ran out of
+	// the server's lock table).
+	mustExec(t, aliceConn, `DO $$ BEGIN
+		FOR i IN 1..450 LOOP
+			EXECUTE format('CREATE VIEW %I.%I AS SELECT true AS pgj_call_', '`+schema+`', 'call_' || md5(i::text));
+		END LOOP; END $$`)
+	many, err := sqlschema.CallViewsOrphaned(ctx, super)
+	if err != nil || len(many) != 450 {
+		t.Fatalf("orphaned: %d, %v", len(many), err)
+	}
+	if n, err := sqlschema.CallViewsDrop(ctx, super, many); err != nil || n != 450 {
+		t.Fatalf("dropped %d of 450, %v", n, err)
+	}
+	// The guard runs only a view the owner owns: one a superuser gave another role is refused.
+	mustExec(t, super, "ALTER VIEW "+changed.view+" OWNER TO "+pgx.Identifier{bob}.Sanitize())
+	if err := runBound(ctx, aliceConn, changed); err == nil || !strings.Contains(err.Error(), "is no longer a view of the job's owner "+alice) {
+		t.Fatalf("a view of bob's in alice's schema: %v", err)
+	}
 	// Bound to the job's function only: alice's own view of another function is refused.
 	mustExec(t, aliceConn, "CREATE VIEW "+schema+".other AS SELECT (prepare_cache()) IS NULL AS pgj_call_")
 	wantError(t, aliceConn, "SELECT pgjobs.pgj_stamp_(), pgjobs.pgj_job_bind_('pgj_update_job', 'Report', '"+schema+".other')", "22023", "is not a view of role "+alice+"'s call schema calling the job's function")
@@ -201,6 +223,24 @@ func TestBoundCallsReadNoNameAgain(t *testing.T) {
 	if got := queryString(t, super, "SELECT string_agg(who || ' ' || what, ',') FROM public.seen"); got != bob+" any_value" {
 		t.Fatalf("bob's polymorphic call ran: %s", got)
 	}
+}
+
+// TestCallSchemaGrantsNothing: a role's default privileges on new schemas do not reach its call
+// schema: no other role may look into it (and so lock what is in it) or create in it.
+func TestCallSchemaGrantsNothing(t *testing.T) {
+	t.Parallel()
+	db, super := apiDatabase(t)
+	alice, bob := cluster.NewRole(t, "alice", db), cluster.NewRole(t, "bob", db)
+	aliceConn := cluster.ConnectAs(t, db, alice)
+	mustExec(t, aliceConn, "ALTER DEFAULT PRIVILEGES GRANT USAGE, CREATE ON SCHEMAS TO PUBLIC, "+pgx.Identifier{bob}.Sanitize()+
+		"; ALTER DEFAULT PRIVILEGES GRANT SELECT ON TABLES TO "+pgx.Identifier{bob}.Sanitize())
+	mustExec(t, aliceConn, "SELECT pgj_create_job('Report', 'off_line()', null, null)")
+	view := readBoundJob(t, super, "Report").view
+	schema, _, _ := strings.Cut(view, ".")
+	if got := queryString(t, super, "SELECT coalesce(string_agg(pg_get_userbyid(a.grantee) || ':' || a.privilege_type, ','), '') FROM pg_namespace n, aclexplode(n.nspacl) a WHERE n.nspname = $1 AND a.grantee <> n.nspowner", schema); got != "" {
+		t.Fatalf("grants on alice's call schema to others: %s", got)
+	}
+	wantError(t, cluster.ConnectAs(t, db, bob), "BEGIN; LOCK "+view+" IN ACCESS EXCLUSIVE MODE; COMMIT", "42501", "permission denied for schema "+schema)
 }
 
 // TestCallSchemaOfAnotherRole: a schema of the name of alice's call schema that bob made before

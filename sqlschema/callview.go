@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"regexp"
+	"strings"
 
 	"github.com/jackc/pgx/v5"
 )
@@ -26,7 +27,8 @@ func ViewCallSQL(view string) (string, error) {
 	if !viewName.MatchString(view) {
 		return "", fmt.Errorf("the view of the job's call %q is not one pgjobs makes (pgjobs_call_OID.call_HEX)", truncate(view, 100))
 	}
-	return "SELECT pgj_call_ FROM " + view, nil
+	schema, name, _ := strings.Cut(view, ".")
+	return "SELECT pgj_call_ FROM " + pgx.Identifier{schema, name}.Sanitize(), nil
 }
 
 // CallViewsOrphaned returns the views of calls that no job uses: of calls set again since, and of
@@ -44,16 +46,24 @@ func CallViewsOrphaned(ctx context.Context, q DB) ([]string, error) {
 	return views, nil
 }
 
+// CallViewsDropMax is how many views one statement of CallViewsDrop drops at most: each drop holds
+// its locks to the end of its transaction, in the server's shared lock table.
+const CallViewsDropMax = 200
+
 // CallViewsDrop drops those of views (from CallViewsOrphaned) that no job uses now, but those a
-// session holds (a run still going), and returns how many it dropped. Only an agent's role may
-// (one that may update the leader lease).
+// session holds (a run still going), CallViewsDropMax a statement, then the call schemas left empty
+// of roles that have no job, and returns how many views it dropped. Only an agent's role may (one
+// that may update the leader lease).
 func CallViewsDrop(ctx context.Context, q DB, views []string) (int, error) {
-	if len(views) == 0 {
-		return 0, nil
-	}
 	var dropped int
-	if err := q.QueryRow(ctx, query("call_views_drop"), views).Scan(&dropped); err != nil {
-		return 0, fmt.Errorf("drop the views of former calls: %w", err)
+	for len(views) > 0 {
+		n := min(len(views), CallViewsDropMax)
+		var d int
+		if err := q.QueryRow(ctx, query("call_views_drop"), views[:n]).Scan(&d); err != nil {
+			return dropped, fmt.Errorf("drop the views of former calls (%d dropped before): %w", dropped, err)
+		}
+		dropped += d
+		views = views[n:]
 	}
 	return dropped, nil
 }

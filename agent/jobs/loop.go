@@ -96,6 +96,10 @@ func (s *Service) Run(ctx context.Context, t Term) error {
 		p.load(stored, s.cfg.Clock.Now())
 		s.endWaitsOfGone(p)
 		s.logf(agentlog.LevelInfo, agentlog.StatusSleeping, "jobs reloaded after a change: %d jobs", len(stored))
+		select {
+		case t.Reloaded <- struct{}{}:
+		default: // nil, or told already
+		}
 		if s.cfg.OnReload != nil {
 			s.cfg.OnReload()
 		}

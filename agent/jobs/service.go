@@ -45,6 +45,7 @@ type Term struct {
 	Changes   <-chan struct{} // the jobs changed (the pgjobs notification)
 	Requests  <-chan struct{} // a run of a job was asked for by hand (the pgjobs_run notification)
 	UpkeepDue chan<- struct{} // the service wakes the upkeep after its runs
+	Reloaded  chan<- struct{} // and tells of each reload on a change (without waiting); nil: none
 	// Progress is when the service's loop left its wait (Unix ns), 0 while it waits: the answers to
 	// the standbys report on it.
 	Progress   *atomic.Int64

@@ -24,7 +24,8 @@ SET LOCAL search_path = pg_catalog, pg_temp;
 ALTER TABLE pgjobs.pgj_job_ ADD COLUMN jobview text;
 
 -- pgj_call_schema_ returns the schema of the calling role's call views (the stamp says who calls),
--- pgjobs_call_<its OID>, making it, owned by the role, when there is none. A schema of that name
+-- pgjobs_call_<its OID>, making it, owned by the role, when there is none, with no privilege for
+-- any other role (the role's default privileges on schemas are revoked). A schema of that name
 -- that another role owns is refused: the views go only where no other role may create or look.
 CREATE FUNCTION pgjobs.pgj_call_schema_(p_function text) RETURNS text
 LANGUAGE plpgsql SECURITY DEFINER
@@ -34,21 +35,32 @@ DECLARE
     caller oid := pgjobs.pgj_caller_take_(p_function);
     schema text := 'pgjobs_call_' || caller;
     owner oid;
+    grantee oid;
 BEGIN
     SELECT nspowner INTO owner FROM pg_namespace WHERE nspname = schema;
     IF NOT FOUND THEN
         BEGIN
             EXECUTE format('CREATE SCHEMA %I AUTHORIZATION %I', schema, pg_get_userbyid(caller));
+            FOR grantee IN SELECT DISTINCT a.grantee FROM pg_namespace n, aclexplode(n.nspacl) a
+                           WHERE n.nspname = schema AND a.grantee <> caller LOOP
+                EXECUTE format('REVOKE ALL ON SCHEMA %I FROM %s', schema,
+                               CASE WHEN grantee = 0 THEN 'PUBLIC' ELSE quote_ident(pg_get_userbyid(grantee)) END);
+            END LOOP;
             owner := caller;
         EXCEPTION WHEN duplicate_schema OR unique_violation THEN -- made meanwhile by the role's other session
             SELECT nspowner INTO owner FROM pg_namespace WHERE nspname = schema;
+            IF NOT FOUND THEN -- after this transaction's snapshot (REPEATABLE READ)
+                RAISE EXCEPTION '%: schema %, where the views of role %''s job calls go, was made by another session after this transaction began',
+                    p_function, schema, pg_get_userbyid(caller)
+                    USING ERRCODE = 'serialization_failure', HINT = 'run the transaction again';
+            END IF;
         END;
     END IF;
-    IF owner IS DISTINCT FROM caller THEN
+    IF owner <> caller THEN
         RAISE EXCEPTION '%: schema %, where the views of role %''s job calls go, is owned by role %',
-            p_function, schema, pg_get_userbyid(caller), coalesce(pg_get_userbyid(owner)::text, '(none yet visible)')
+            p_function, schema, pg_get_userbyid(caller), pg_get_userbyid(owner)
             USING ERRCODE = 'insufficient_privilege',
-            HINT = format('a superuser renames or drops that schema (no other role may own it), or try again if it was being made');
+            HINT = 'a superuser renames or drops that schema (no other role may own it)';
     END IF;
     RETURN schema;
 END
@@ -161,10 +173,11 @@ BEGIN
         RAISE EXCEPTION '%: argument 1: job "%" of role % does not exist', p_function, p_name, pg_get_userbyid(caller)
             USING ERRCODE = 'undefined_object';
     END IF;
-    SELECT quote_ident(n.nspname) || '.' || quote_ident(c.relname) INTO bound
-    FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace JOIN pg_rewrite r ON r.ev_class = c.oid
+    SELECT n.nspname || '.' || c.relname INTO bound
+    FROM pg_namespace n JOIN pg_class c ON c.relnamespace = n.oid JOIN pg_rewrite r ON r.ev_class = c.oid
     WHERE n.nspname = 'pgjobs_call_' || caller AND n.nspowner = caller AND c.relowner = caller AND c.relkind = 'v'
-      AND quote_ident(n.nspname) || '.' || quote_ident(c.relname) = p_view
+      AND p_view ~ '^pgjobs_call_[0-9]+\.call_[0-9a-f]{32}$'
+      AND n.nspname = split_part(p_view, '.', 1) AND c.relname = split_part(p_view, '.', 2)
       AND substring(r.ev_action::text FROM ':targetList \(\{TARGETENTRY :expr \{NULLTEST :arg \{FUNCEXPR :funcid ([0-9]+) ')::oid = job.jobfuncoid;
     IF bound IS NULL THEN
         RAISE EXCEPTION '%: % is not a view of role %''s call schema calling the job''s function', p_function, p_view, pg_get_userbyid(caller)
@@ -174,11 +187,14 @@ BEGIN
 END
 $$;
 
--- pgj_call_views_drop_ drops those of views p_views (which the agent found no job used, a prune
--- before: pgjobs_call_<OID>.call_<hex> views of their role's own schema) that no job uses now,
--- and returns how many it dropped. A view another session holds (a run of a job's former call) is
--- left for a later prune: the drop waits at most 100 ms for it. Only the agent may call it (a role
--- that may update the leader lease, as the agents' roles must: checked for the session's role).
+-- pgj_call_views_drop_ drops those of views p_views (which the agent found no job used, a while
+-- before: pgjobs_call_<OID>.call_<hex> views of their role's own schema) that no job uses now, at
+-- most 200 (each drop holds its locks to the end of the transaction, and the server's lock table
+-- is shared: thousands in one transaction ran out of it), then the call schemas left empty of
+-- roles that have no job, and returns how many views it dropped. A view another session holds (a
+-- run of a job's former call) is left for later: the drop waits at most 100 ms for it. Only the
+-- agent may call it (a role that may update the leader lease, as the agents' roles must: checked
+-- for the session's role).
 CREATE FUNCTION pgjobs.pgj_call_views_drop_(p_views text[]) RETURNS int
 LANGUAGE plpgsql SECURITY DEFINER
 SET search_path = pg_catalog, pg_temp
@@ -192,17 +208,33 @@ BEGIN
         RAISE EXCEPTION 'pgj_call_views_drop_: only the agent drops the views of former calls'
             USING ERRCODE = 'insufficient_privilege';
     END IF;
+    IF cardinality(p_views) > 200 THEN
+        RAISE EXCEPTION 'pgj_call_views_drop_: % views given, at most 200 at a time', cardinality(p_views)
+            USING ERRCODE = 'program_limit_exceeded';
+    END IF;
     FOR v IN SELECT quote_ident(n.nspname) || '.' || quote_ident(c.relname) AS name
-             FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace
-             WHERE c.relkind = 'v' AND n.nspname ~ '^pgjobs_call_[0-9]+$' AND n.nspowner::text = substr(n.nspname, 13)
-               AND c.relname ~ '^call_[0-9a-f]{32}$'
-               AND n.nspname || '.' || c.relname = ANY (p_views)
-               AND NOT EXISTS (SELECT FROM pgjobs.pgj_job_ j WHERE j.jobview = n.nspname || '.' || c.relname) LOOP
+             FROM unnest(p_views) AS w(view)
+             JOIN pg_namespace n ON n.nspname = split_part(w.view, '.', 1)
+             JOIN pg_class c ON c.relnamespace = n.oid AND c.relname = split_part(w.view, '.', 2)
+             WHERE w.view ~ '^pgjobs_call_[0-9]+\.call_[0-9a-f]{32}$' AND c.relkind = 'v'
+               AND n.nspowner::text = substr(n.nspname, 13)
+               AND NOT EXISTS (SELECT FROM pgjobs.pgj_job_ j WHERE j.jobview = w.view) LOOP
         BEGIN
             EXECUTE 'DROP VIEW ' || v.name;
             dropped := dropped + 1;
         EXCEPTION WHEN lock_not_available OR dependent_objects_still_exist THEN
-            NULL; -- in use, or its owner made something on it: tried again at the next prune
+            NULL; -- in use, or its owner made something on it: tried again later
+        END;
+    END LOOP;
+    -- the schema of a role whose jobs are all dropped, once empty: the role may then be dropped
+    FOR v IN SELECT quote_ident(n.nspname) AS name FROM pg_namespace n
+             WHERE n.nspname ~ '^pgjobs_call_[0-9]+$' AND n.nspowner::text = substr(n.nspname, 13)
+               AND NOT EXISTS (SELECT FROM pgjobs.pgj_job_ j WHERE j.jobownerid = n.nspowner)
+               AND NOT EXISTS (SELECT FROM pg_class c WHERE c.relnamespace = n.oid) LOOP
+        BEGIN
+            EXECUTE 'DROP SCHEMA ' || v.name;
+        EXCEPTION WHEN lock_not_available OR dependent_objects_still_exist THEN
+            NULL; -- something else of its owner's is in it, or it is in use
         END;
     END LOOP;
     RETURN dropped;
