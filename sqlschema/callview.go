@@ -2,6 +2,7 @@ package sqlschema
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"regexp"
 	"strings"
@@ -52,18 +53,20 @@ const CallViewsDropMax = 200
 
 // CallViewsDrop drops those of views (from CallViewsOrphaned) that no job uses now, but those a
 // session holds (a run still going), CallViewsDropMax a statement, then the call schemas left empty
-// of roles that have no job, and returns how many views it dropped. Only an agent's role may (one
-// that may update the leader lease).
+// of roles that have no job, and returns how many views it dropped; a statement that fails does
+// not keep the next from running. Only an agent's role may (one that may update the leader lease).
 func CallViewsDrop(ctx context.Context, q DB, views []string) (int, error) {
 	var dropped int
+	var failed []error
 	for len(views) > 0 {
 		n := min(len(views), CallViewsDropMax)
 		var d int
 		if err := q.QueryRow(ctx, query("call_views_drop"), views[:n]).Scan(&d); err != nil {
-			return dropped, fmt.Errorf("drop the views of former calls (%d dropped before): %w", dropped, err)
+			// the next statements may drop theirs: this one's views are tried again later
+			failed = append(failed, fmt.Errorf("drop the views of former calls %s to %s: %w", views[0], views[n-1], err))
 		}
 		dropped += d
 		views = views[n:]
 	}
-	return dropped, nil
+	return dropped, errors.Join(failed...)
 }
