@@ -56,9 +56,11 @@ type floorDB struct {
 
 // floorCall is a job's call and what its guard is given.
 type floorCall struct {
-	call    string
-	funcOID uint32
-	stored  sqlschema.StoredCall
+	call     string
+	funcOID  uint32
+	stored   sqlschema.StoredCall
+	view     string // the view the call is bound to (schema version 15); "" for a call set before
+	viewCall string // the statement that runs it
 }
 
 // openFloor opens the floor's sessions on dbs, whose jobs are made: each database has its share of
@@ -208,14 +210,19 @@ func openFloorDB(ctx context.Context, dsn, name string, n int) (*floorDB, error)
 		return d, fmt.Errorf("the jobs' owner: %w", err)
 	}
 	d.ownerID = strconv.FormatUint(uint64(ownerID), 10)
-	rows, _ := admin.Query(ctx, "SELECT jobfunction, coalesce(jobfuncoid, 0) FROM pgjobs.pgj_job_ WHERE jobownerid = $1 ORDER BY jobid", ownerID)
+	rows, _ := admin.Query(ctx, "SELECT jobfunction, coalesce(jobfuncoid, 0), coalesce(jobview, '') FROM pgjobs.pgj_job_ WHERE jobownerid = $1 ORDER BY jobid", ownerID)
 	if d.calls, err = pgx.CollectRows(rows, func(row pgx.CollectableRow) (c floorCall, err error) {
-		return c, row.Scan(&c.call, &c.funcOID)
+		return c, row.Scan(&c.call, &c.funcOID, &c.view)
 	}); err != nil {
 		return d, fmt.Errorf("the jobs' calls: %w", err)
 	}
 	for i, c := range d.calls {
-		if d.calls[i].stored, err = sqlschema.ParseStoredCall(c.call); err != nil {
+		if c.view != "" {
+			d.calls[i].viewCall, err = sqlschema.ViewCallSQL(c.view)
+		} else {
+			d.calls[i].stored, err = sqlschema.ParseStoredCall(c.call)
+		}
+		if err != nil {
 			return d, fmt.Errorf("the jobs' calls: %w", err)
 		}
 	}
@@ -236,10 +243,17 @@ func openFloorDB(ctx context.Context, dsn, name string, n int) (*floorDB, error)
 // the reset's end; it returns the server's first error.
 func (d *floorDB) run(ctx context.Context, conn *pgconn.PgConn, call floorCall) error {
 	fe := conn.Frontend()
-	fe.Send(&pgproto3.Parse{Query: sqlschema.RunGuardSQL()})
-	fe.Send(&pgproto3.Bind{Parameters: [][]byte{[]byte(d.ownerID), []byte(d.owner), []byte(strconv.FormatUint(uint64(call.funcOID), 10)), []byte(call.stored.Schema), []byte(call.stored.Name), []byte(strconv.FormatBool(call.stored.Castable))}})
-	fe.Send(&pgproto3.Execute{})
-	fe.Send(&pgproto3.Parse{Query: jobs.CallSQL(call.call)})
+	if call.view != "" {
+		fe.Send(&pgproto3.Parse{Query: sqlschema.RunViewGuardSQL()})
+		fe.Send(&pgproto3.Bind{Parameters: [][]byte{[]byte(d.ownerID), []byte(d.owner), []byte(call.view)}})
+		fe.Send(&pgproto3.Execute{})
+		fe.Send(&pgproto3.Parse{Query: call.viewCall})
+	} else {
+		fe.Send(&pgproto3.Parse{Query: sqlschema.RunGuardSQL()})
+		fe.Send(&pgproto3.Bind{Parameters: [][]byte{[]byte(d.ownerID), []byte(d.owner), []byte(strconv.FormatUint(uint64(call.funcOID), 10)), []byte(call.stored.Schema), []byte(call.stored.Name), []byte(strconv.FormatBool(call.stored.Castable))}})
+		fe.Send(&pgproto3.Execute{})
+		fe.Send(&pgproto3.Parse{Query: jobs.CallSQL(call.call)})
+	}
 	fe.Send(&pgproto3.Bind{})
 	fe.Send(&pgproto3.Execute{})
 	fe.Send(&pgproto3.Sync{})
