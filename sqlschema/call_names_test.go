@@ -90,6 +90,8 @@ func TestNamesHeldInValues(t *testing.T) {
 		CREATE TYPE public.pair AS (a text, b int);
 		CREATE DOMAIN public.tables AS regclass[];
 		CREATE DOMAIN public.one_table AS regclass;
+		CREATE FUNCTION public.one(t public.one_table) RETURNS text LANGUAGE sql AS $$ SELECT 'x' $$;
+		CREATE TABLE public.pg_temp (a int);
 		CREATE TABLE public.orders (a int);
 		CREATE TYPE public.tables_range AS RANGE (subtype = regclass, multirange_type_name = public.tables_ranges);
 		CREATE FUNCTION public.one_table_of(t regclass) RETURNS text LANGUAGE sql AS $$ SELECT t::text $$;
@@ -147,6 +149,8 @@ func TestUpgradeFindsLostNames(t *testing.T) {
 		CREATE TABLE public.orders (a int);
 		CREATE TABLE public.pg_temperature (a int);
 		CREATE DOMAIN public.one_table AS regclass;
+		CREATE FUNCTION public.one(t public.one_table) RETURNS text LANGUAGE sql AS $$ SELECT 'x' $$;
+		CREATE TABLE public.pg_temp (a int);
 		CREATE TYPE public.reg_row AS (t regclass);
 		CREATE SCHEMA "it's::tdom";
 		CREATE FUNCTION "it's::tdom".f(t text) RETURNS text LANGUAGE sql AS $$ SELECT t $$;
@@ -157,6 +161,7 @@ func TestUpgradeFindsLostNames(t *testing.T) {
 		CREATE TABLE pg_temp.stage (a int);
 		CREATE TYPE pg_temp."My T" AS (a int);
 		CREATE DOMAIN pg_temp.double AS text;
+		CREATE DOMAIN pg_temp.isbn AS text;
 		CREATE FUNCTION own.of_temp(pg_temp.tdom) RETURNS text LANGUAGE sql AS $$ SELECT 'x' $$`)
 	tempSchema := queryString(t, conn, "SELECT pg_my_temp_schema()::regnamespace::text")
 	lost := map[string]string{
@@ -173,6 +178,9 @@ func TestUpgradeFindsLostNames(t *testing.T) {
 		"TextToTable":  `public.any_value(('stage'::text)::regclass)`,
 		"DomainArray":  `public.any_value('{stage}'::public.one_table[])`,
 		"Row":          `public.any_value('(orders)'::public.reg_row)`,
+		// a type of pg_catalog that is no built-in one (an extension's, which a role with CREATE on
+		// the database may install there, and drop again after the upgrade, to take the name)
+		"Extension": `public.any_value('978'::pg_temp.isbn)`,
 	}
 	// a superuser's call may name a type of another session's temporary schema, which is written
 	// with that schema's name
@@ -198,6 +206,9 @@ func TestUpgradeFindsLostNames(t *testing.T) {
 		"Number":       `public.any_value(1259::regclass)`,
 		"NullRow":      `public.any_value(NULL::public.reg_row)`,
 		"TempLike":     `public.any_value('public.pg_temperature'::regclass)`,
+		"NullDomain":   `public.one(NULL)`,
+		"TableTemp":    `public.any_value('public.pg_temp'::regclass)`,
+		"NoTable":      `public.any_value('-'::regclass)`,
 	}
 	for _, jobs := range []map[string]string{lost, kept} {
 		for name, call := range jobs {
@@ -213,6 +224,8 @@ func TestUpgradeFindsLostNames(t *testing.T) {
 	mustExec(t, conn, `SELECT pgjobs.pgj_stamp_(), pgjobs.pgj_job_create_('pgj_create_job', 'Dollar', 'public.any_value($$::select $$)',
 		'public.any_value(anyelement)'::regprocedure, null, null, false)`)
 	lost["Dollar"] = "public.any_value($$::select $$)"
+	mustExec(t, super, "CREATE DOMAIN pg_catalog.isbn AS text") // as CREATE EXTENSION isn SCHEMA pg_catalog would
+	t.Cleanup(func() { _, _ = super.Exec(context.Background(), "DROP DOMAIN pg_catalog.isbn") })
 	if from, to, err := sqlschema.Upgrade(ctx, super); err != nil || from != 8 || to != sqlschema.Latest() {
 		t.Fatalf("Upgrade = %d, %d, %v", from, to, err)
 	}

@@ -191,6 +191,11 @@ func Install(ctx context.Context, db DB) error {
 // versions before and after.
 func Upgrade(ctx context.Context, db DB) (from, to int, err error) {
 	err = pgx.BeginFunc(ctx, db, func(tx pgx.Tx) error {
+		// whatever the database's or the role's settings: a database owner may set a statement
+		// timeout, read-only transactions or a search_path, which the versions must not depend on
+		if _, err := tx.Exec(ctx, query("upgrade_settings")); err != nil {
+			return fmt.Errorf("set the upgrade's settings: %w", err)
+		}
 		if _, err := Installed(ctx, tx); err != nil {
 			return err
 		}

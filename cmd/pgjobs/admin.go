@@ -332,10 +332,13 @@ func updateSystem(c *cli.Context) error {
 // (an upgrade that fails changes nothing, and its warnings would tell of changes rolled back).
 func upgrade(ctx context.Context, d config.Database) (from, to int, warnings string, err error) {
 	var said strings.Builder
+	var count int
 	conn, err := connectNoticed(ctx, d, func(_ *pgconn.PgConn, n *pgconn.Notice) {
 		// the severity as the server names it in English: the other is in its lc_messages
 		if cmp.Or(n.SeverityUnlocalized, n.Severity) == "WARNING" {
-			fmt.Fprintf(&said, "%s: warning: %s\n", d.Target(), printable(n.Message))
+			if count++; count <= maxWarnings {
+				fmt.Fprintf(&said, "%s: warning: %s\n", d.Target(), printable(n.Message))
+			}
 		}
 	})
 	if err != nil {
@@ -352,8 +355,15 @@ func upgrade(ctx context.Context, d config.Database) (from, to int, warnings str
 	if from, to, err = sqlschema.Upgrade(ctx, conn); err != nil {
 		return from, to, "", err
 	}
+	if count > maxWarnings {
+		fmt.Fprintf(&said, "%s: %d warnings more (the server's log has them all)\n", d.Target(), count-maxWarnings)
+	}
 	return from, to, said.String(), nil
 }
+
+// maxWarnings is how many of an upgrade's warnings updatesystem prints (each may hold a call of
+// 8 KB): the count of the others follows.
+const maxWarnings = 100
 
 func updateMaster(c *cli.Context) error {
 	level, err := logLevelFlag(c)

@@ -43,41 +43,53 @@ AS $$
                         'regoperator', 'regproc', 'regprocedure', 'regtype')
 $$;
 
--- pgj_reg_reads_ tells whether text p_lit reads as a value of reg* type p_type (an array of them
--- when p_array) in this session: its input function only looks names up. Static casts, whose plans
--- plpgsql keeps: a call may hold hundreds of constants, and EXECUTE plans each again.
-CREATE FUNCTION pgjobs.pgj_reg_reads_(p_lit text, p_type text, p_array boolean) RETURNS boolean
+-- pgj_reg_reads_ reads text p_lit as a value of reg* type p_type (an array of them when p_array)
+-- in this session, with the type's own input function (which only looks names up, and reads '-'
+-- and numbers as the run does), and returns why it does not pin what it names, or NULL: it does
+-- not read (an object of the owner's temporary schema when the call was set, or one dropped
+-- since), or it reads as an object of pg_catalog that is not built in (an extension's, installed
+-- there by a role that may drop it and take the name: the attacker review of version 14).
+-- Static casts, whose plans plpgsql keeps: a call may hold hundreds of constants.
+CREATE FUNCTION pgjobs.pgj_reg_reads_(p_lit text, p_type text, p_array boolean) RETURNS text
 LANGUAGE plpgsql STABLE
 SET search_path = pg_catalog, pg_temp
 AS $$
 DECLARE
     typ text := p_type || (CASE WHEN p_array THEN '[]' ELSE '' END);
+    oids oid[];
+    catalog regclass;
 BEGIN
-    CASE typ
-    WHEN 'regclass' THEN PERFORM p_lit::regclass;
-    WHEN 'regclass[]' THEN PERFORM p_lit::regclass[];
-    WHEN 'regcollation' THEN PERFORM p_lit::regcollation;
-    WHEN 'regcollation[]' THEN PERFORM p_lit::regcollation[];
-    WHEN 'regconfig' THEN PERFORM p_lit::regconfig;
-    WHEN 'regconfig[]' THEN PERFORM p_lit::regconfig[];
-    WHEN 'regdictionary' THEN PERFORM p_lit::regdictionary;
-    WHEN 'regdictionary[]' THEN PERFORM p_lit::regdictionary[];
-    WHEN 'regnamespace' THEN PERFORM p_lit::regnamespace;
-    WHEN 'regnamespace[]' THEN PERFORM p_lit::regnamespace[];
-    WHEN 'regoper' THEN PERFORM p_lit::regoper;
-    WHEN 'regoper[]' THEN PERFORM p_lit::regoper[];
-    WHEN 'regoperator' THEN PERFORM p_lit::regoperator;
-    WHEN 'regoperator[]' THEN PERFORM p_lit::regoperator[];
-    WHEN 'regproc' THEN PERFORM p_lit::regproc;
-    WHEN 'regproc[]' THEN PERFORM p_lit::regproc[];
-    WHEN 'regprocedure' THEN PERFORM p_lit::regprocedure;
-    WHEN 'regprocedure[]' THEN PERFORM p_lit::regprocedure[];
-    WHEN 'regtype' THEN PERFORM p_lit::regtype;
-    WHEN 'regtype[]' THEN PERFORM p_lit::regtype[];
-    END CASE;
-    RETURN true;
-EXCEPTION WHEN OTHERS THEN
-    RETURN false;
+    BEGIN
+        CASE typ
+        WHEN 'regclass' THEN oids := ARRAY[regclassin(p_lit::cstring)]; catalog := 'pg_class';
+        WHEN 'regclass[]' THEN oids := p_lit::regclass[]::oid[]; catalog := 'pg_class';
+        WHEN 'regcollation' THEN oids := ARRAY[regcollationin(p_lit::cstring)]; catalog := 'pg_collation';
+        WHEN 'regcollation[]' THEN oids := p_lit::regcollation[]::oid[]; catalog := 'pg_collation';
+        WHEN 'regconfig' THEN oids := ARRAY[regconfigin(p_lit::cstring)]; catalog := 'pg_ts_config';
+        WHEN 'regconfig[]' THEN oids := p_lit::regconfig[]::oid[]; catalog := 'pg_ts_config';
+        WHEN 'regdictionary' THEN oids := ARRAY[regdictionaryin(p_lit::cstring)]; catalog := 'pg_ts_dict';
+        WHEN 'regdictionary[]' THEN oids := p_lit::regdictionary[]::oid[]; catalog := 'pg_ts_dict';
+        WHEN 'regnamespace' THEN oids := ARRAY[regnamespacein(p_lit::cstring)]; catalog := 'pg_namespace';
+        WHEN 'regnamespace[]' THEN oids := p_lit::regnamespace[]::oid[]; catalog := 'pg_namespace';
+        WHEN 'regoper' THEN oids := ARRAY[regoperin(p_lit::cstring)]; catalog := 'pg_operator';
+        WHEN 'regoper[]' THEN oids := p_lit::regoper[]::oid[]; catalog := 'pg_operator';
+        WHEN 'regoperator' THEN oids := ARRAY[regoperatorin(p_lit::cstring)]; catalog := 'pg_operator';
+        WHEN 'regoperator[]' THEN oids := p_lit::regoperator[]::oid[]; catalog := 'pg_operator';
+        WHEN 'regproc' THEN oids := ARRAY[regprocin(p_lit::cstring)]; catalog := 'pg_proc';
+        WHEN 'regproc[]' THEN oids := p_lit::regproc[]::oid[]; catalog := 'pg_proc';
+        WHEN 'regprocedure' THEN oids := ARRAY[regprocedurein(p_lit::cstring)]; catalog := 'pg_proc';
+        WHEN 'regprocedure[]' THEN oids := p_lit::regprocedure[]::oid[]; catalog := 'pg_proc';
+        WHEN 'regtype' THEN oids := ARRAY[regtypein(p_lit::cstring)]; catalog := 'pg_type';
+        WHEN 'regtype[]' THEN oids := p_lit::regtype[]::oid[]; catalog := 'pg_type';
+        END CASE;
+    EXCEPTION WHEN OTHERS THEN
+        RETURN 'names what is not found by its name alone: an object of its owner''s temporary schema when the call was set, or one dropped since';
+    END;
+    IF EXISTS (SELECT FROM unnest(oids) o, LATERAL pg_identify_object(catalog, o, 0) i
+               WHERE o >= 16384 AND i.schema = 'pg_catalog') THEN
+        RETURN 'names an object of pg_catalog that is not built in (an extension''s, which a role may drop and so free its name)';
+    END IF;
+    RETURN NULL;
 END
 $$;
 
@@ -96,10 +108,11 @@ $$;
 --     pg_catalog and the upgrading session's empty temporary schema (pgj_reg_reads_).
 -- Text that PostgreSQL does not write back (stored through the internal functions) is refused,
 -- and an error reading it (to_regtype of what is no type name) stops the job too (the scan below).
--- The call is read character by character from an array, each character once (substr of a long
+-- pg_temp.pgj_type_walk_, which the scan makes, keeps what each type name is. The call is read
+-- character by character from an array, each character once (substr of a long
 -- text counts characters from its start: a call of 8192 characters took half a second).
 CREATE OR REPLACE FUNCTION pgjobs.pgj_call_lost_(p_call text) RETURNS text
-LANGUAGE plpgsql STABLE
+LANGUAGE plpgsql VOLATILE
 SET search_path = pg_catalog, pg_temp
 SET standard_conforming_strings = on
 AS $$
@@ -114,6 +127,7 @@ DECLARE
     reg_end int := 0; -- the position just after the last reg* constant read again
     -- a temporary schema's name in a constant, and as a type's schema
     temp text := '(^|[^A-Za-z0-9_$])"?pg_(toast_)?temp(_[0-9]+)?("|\.|,|\}|\(|\)|$)';
+    temp_qualifier text := '(^|[^A-Za-z0-9_$])"?pg_(toast_)?temp(_[0-9]+)?"?\.'; -- one qualifying a name
     temp_schema text := '^"?pg_(toast_)?temp(_[0-9]+)?"?$';
     part text;
     parts text[];
@@ -123,10 +137,6 @@ DECLARE
     leaf text;
     inside boolean;
     after_null boolean;
-    seen text[] := '{}'; -- the type names read, with their types and what pgj_type_reg_ said of each
-    seen_typ oid[] := '{}';
-    seen_leaf text[] := '{}';
-    seen_inside boolean[] := '{}';
 BEGIN
     WHILE i <= n LOOP
         IF c[i] = '''' OR c[i] = '"' THEN
@@ -204,22 +214,18 @@ BEGIN
                 brackets := brackets || '[]';
                 j := j + 2;
             END LOOP;
-            -- each type's name looked up, and its walk, once per call: a call may cast hundreds of times
-            k := array_position(seen, spelled);
-            IF k IS NULL THEN
+            -- each type's name looked up, and its walk, once for all the jobs (the scan below makes
+            -- the table): a role's 100 calls of 440 casts each to its own types took 32 s
+            SELECT w.typ, w.leaf, w.inside INTO typ, leaf, inside FROM pg_temp.pgj_type_walk_ w WHERE w.name = spelled;
+            IF NOT FOUND THEN
                 typ := to_regtype(spelled); -- NULL for a qualified name gone: the run fails, there is nothing to take over
                 SELECT r.leaf, r.inside INTO leaf, inside FROM pgjobs.pgj_type_reg_(typ) r;
-                seen := seen || spelled;
-                seen_typ := seen_typ || typ;
-                seen_leaf := seen_leaf || leaf;
-                seen_inside := seen_inside || inside;
-            ELSE
-                typ := seen_typ[k];
-                leaf := seen_leaf[k];
-                inside := seen_inside[k];
+                INSERT INTO pg_temp.pgj_type_walk_ (name, typ, leaf, inside) VALUES (spelled, typ, leaf, inside);
             END IF;
             IF typ IS NULL AND cardinality(parts) = 1 THEN
                 RETURN 'it names type ' || spelled || ' without a schema, which pg_catalog does not have: an object of its owner''s temporary schema when the call was set';
+            ELSIF typ >= 16384 AND cardinality(parts) = 1 THEN
+                RETURN 'it names type ' || spelled || ' without a schema, which is no built-in type of pg_catalog (a temporary type when the call was set, or an extension''s, which a role may drop and so free its name)';
             END IF;
             after_null := i > 4 AND c[i - 4] = 'N' AND c[i - 3] = 'U' AND c[i - 2] = 'L' AND c[i - 1] = 'L'
                           AND (i = 5 OR c[i - 5] !~ '^[A-Za-z0-9_$"]$');
@@ -227,14 +233,17 @@ BEGIN
                 RETURN 'it passes reg* values inside a row or a range of type ' || spelled || ', whose names are looked up at each run';
             END IF;
             IF leaf IS NOT NULL AND lit_end = i THEN
-                IF lit ~ temp THEN
+                IF (leaf LIKE 'regnamespace%' AND lit ~ temp) OR lit ~ temp_qualifier THEN
                     RETURN 'its constant ' || quote_literal(lit) || '::' || spelled || brackets || ' names a temporary schema';
                 END IF;
-                IF NOT pgjobs.pgj_reg_reads_(lit, rtrim(leaf, '[]'), leaf LIKE '%[]' OR brackets <> '') THEN
-                    RETURN 'its constant ' || quote_literal(lit) || '::' || spelled || brackets || ' names what is not found by its name alone: an object of its owner''s temporary schema when the call was set, or one dropped since';
+                part := pgjobs.pgj_reg_reads_(lit, rtrim(leaf, '[]'), leaf LIKE '%[]' OR brackets <> '');
+                IF part IS NOT NULL THEN
+                    RETURN 'its constant ' || quote_literal(lit) || '::' || spelled || brackets || ' ' || part;
                 END IF;
                 reg_end := j;
-            ELSIF leaf IS NOT NULL AND NOT after_null THEN
+            ELSIF leaf IS NOT NULL AND after_null THEN
+                reg_end := j; -- (NULL::regclass)::regdomain
+            ELSIF leaf IS NOT NULL THEN
                 -- ('public.t'::regclass)::tabs, or (1259)::regclass: no name is read at each run
                 k := i - 2;
                 WHILE k > 0 AND c[k] ~ '^[0-9]$' LOOP
@@ -260,6 +269,7 @@ DECLARE
     j record;
     lost text;
 BEGIN
+    CREATE TEMPORARY TABLE pgj_type_walk_ (name text PRIMARY KEY, typ oid, leaf text, inside boolean) ON COMMIT DROP;
     FOR j IN SELECT jobid, jobname, jobfunction FROM pgjobs.pgj_job_ WHERE jobfuncoid IS NOT NULL ORDER BY jobid LOOP
         BEGIN
             lost := pgjobs.pgj_call_lost_(j.jobfunction);
