@@ -221,9 +221,18 @@ func TestUpgradeFindsLostNames(t *testing.T) {
 	}
 	// A call stored through the internal functions is as its role wrote it: a dollar-quoted string
 	// whose text reads as a cast to what is no type name stops that job, not the upgrade.
-	mustExec(t, conn, `SELECT pgjobs.pgj_stamp_(), pgjobs.pgj_job_create_('pgj_create_job', 'Dollar', 'public.any_value($$::select $$)',
-		'public.any_value(anyelement)'::regprocedure, null, null, false)`)
-	lost["Dollar"] = "public.any_value($$::select $$)"
+	// So is a spelling PostgreSQL does not write back: the reg* input functions fold unquoted names
+	// to lower case, so another session's temporary objects hide behind capitals.
+	for name, call := range map[string]string{
+		"Dollar":      "public.any_value($$::select $$)",
+		"UpperTable":  "public.any_value('" + strings.ToUpper(tempSchema) + ".stage'::regclass)",
+		"UpperSchema": "public.any_value('{public," + strings.ToUpper(tempSchema) + "}'::regnamespace[])",
+		"UpperType":   "public.any_value('x'::" + strings.ToUpper(tempSchema) + ".tdom)",
+	} {
+		mustExec(t, conn, "SELECT pgjobs.pgj_stamp_(), pgjobs.pgj_job_create_('pgj_create_job', "+quoteLiteral(name)+", "+quoteLiteral(call)+
+			", 'public.any_value(anyelement)'::regprocedure, null, null, false)")
+		lost[name] = call
+	}
 	mustExec(t, super, "CREATE DOMAIN pg_catalog.isbn AS text") // as CREATE EXTENSION isn SCHEMA pg_catalog would
 	t.Cleanup(func() { _, _ = super.Exec(context.Background(), "DROP DOMAIN pg_catalog.isbn") })
 	if from, to, err := sqlschema.Upgrade(ctx, super); err != nil || from != 8 || to != sqlschema.Latest() {

@@ -85,6 +85,13 @@ BEGIN
     EXCEPTION WHEN OTHERS THEN
         RETURN 'names what is not found by its name alone: an object of its owner''s temporary schema when the call was set, or one dropped since';
     END;
+    -- an object of a temporary schema, whatever the constant's spelling ('PG_TEMP_4.stage' reads
+    -- as pg_temp_4's): another session's, or the upgrading session's own
+    IF EXISTS (SELECT FROM unnest(oids) o, LATERAL pg_identify_object(catalog, o, 0) i
+               WHERE i.schema ~ '^pg_(toast_)?temp'
+                  OR (catalog = 'pg_namespace'::regclass AND i.identity ~ '^"?pg_(toast_)?temp')) THEN
+        RETURN 'names an object of a temporary schema, which the run would look up in another session';
+    END IF;
     IF EXISTS (SELECT FROM unnest(oids) o, LATERAL pg_identify_object(catalog, o, 0) i
                WHERE o >= 16384 AND i.schema = 'pg_catalog') THEN
         RETURN 'names an object of pg_catalog that is not built in (an extension''s, which a role may drop and so free its name)';
@@ -200,7 +207,7 @@ BEGIN
                 EXIT WHEN j > n OR c[j] <> '.' OR cardinality(parts) = 2;
                 j := j + 1;
             END LOOP;
-            IF cardinality(parts) = 2 AND parts[1] ~ temp_schema THEN
+            IF cardinality(parts) = 2 AND parts[1] ~* temp_schema THEN
                 RETURN 'it names type ' || parts[1] || '.' || parts[2] || ' of a temporary schema';
             END IF;
             spelled := array_to_string(parts, '.');
@@ -222,6 +229,10 @@ BEGIN
                 SELECT r.leaf, r.inside INTO leaf, inside FROM pgjobs.pgj_type_reg_(typ) r;
                 INSERT INTO pg_temp.pgj_type_walk_ (name, typ, leaf, inside) VALUES (spelled, typ, leaf, inside);
             END IF;
+            IF typ IS NOT NULL AND cardinality(parts) = 2
+               AND (SELECT n.nspname FROM pg_type t JOIN pg_namespace n ON n.oid = t.typnamespace WHERE t.oid = typ) ~ '^pg_(toast_)?temp' THEN
+                RETURN 'it names type ' || spelled || ' of a temporary schema';
+            END IF;
             IF typ IS NULL AND cardinality(parts) = 1 THEN
                 RETURN 'it names type ' || spelled || ' without a schema, which pg_catalog does not have: an object of its owner''s temporary schema when the call was set';
             ELSIF typ >= 16384 AND cardinality(parts) = 1 THEN
@@ -233,7 +244,7 @@ BEGIN
                 RETURN 'it passes reg* values inside a row or a range of type ' || spelled || ', whose names are looked up at each run';
             END IF;
             IF leaf IS NOT NULL AND lit_end = i THEN
-                IF (leaf LIKE 'regnamespace%' AND lit ~ temp) OR lit ~ temp_qualifier THEN
+                IF (leaf LIKE 'regnamespace%' AND lit ~* temp) OR lit ~* temp_qualifier THEN
                     RETURN 'its constant ' || quote_literal(lit) || '::' || spelled || brackets || ' names a temporary schema';
                 END IF;
                 part := pgjobs.pgj_reg_reads_(lit, rtrim(leaf, '[]'), leaf LIKE '%[]' OR brackets <> '');
