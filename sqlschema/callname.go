@@ -15,7 +15,7 @@ type StoredCall struct {
 	Castable bool
 }
 
-// ParseStoredCall reads a stored call as pgj_call_resolve_ wrote it back,
+// ParseStoredCall reads a stored call as it was written back when set (pgj_call_bind_, before schema version 15 pgj_call_resolve_),
 // `schema.name(arguments)`: each part of the name as quote_ident writes it (bare: a lowercase
 // letter or underscore, then lowercase letters, digits and underscores; else in double quotes, a
 // quote doubled), the arguments as pg_get_viewdef writes them. Arguments it cannot count are taken

@@ -138,27 +138,11 @@ func Check(ctx context.Context, q DB) error {
 	return nil
 }
 
-// InstallVersion installs the schema as version n of it was, without adding it to the search_path:
-// for the tests of upgrades from an older version (pgjobs itself installs only the latest).
+// InstallVersion installs the schema as version n of it was, in one transaction, and adds it to
+// the database's search_path: for the tests of upgrades from an older version (pgjobs itself
+// installs only the latest, with Install).
 func InstallVersion(ctx context.Context, db DB, n int) error {
-	return pgx.BeginFunc(ctx, db, func(tx pgx.Tx) error {
-		vs, err := versions()
-		if err != nil {
-			return err
-		}
-		if n < 1 || n > len(vs) {
-			return fmt.Errorf("install schema version %d: this pgjobs knows versions 1 to %d", n, len(vs))
-		}
-		for _, v := range vs[:n] {
-			if err := apply(ctx, tx, v); err != nil {
-				return err
-			}
-		}
-		if _, err := tx.Exec(ctx, query("install_finish"), n); err != nil {
-			return fmt.Errorf("record schema version %d: %w", n, err)
-		}
-		return nil
-	})
+	return pgx.BeginFunc(ctx, db, func(tx pgx.Tx) error { return installTo(ctx, tx, n) })
 }
 
 // Install creates the pgjobs schema, at the latest version, in one transaction, and adds it to
@@ -171,20 +155,28 @@ func Install(ctx context.Context, db DB) error {
 		} else if !errors.Is(err, ErrNotEnabled) {
 			return err
 		}
-		vs, err := versions()
-		if err != nil {
+		return installTo(ctx, tx, Latest())
+	})
+}
+
+// installTo applies the files of versions 1 to n in tx and records version n.
+func installTo(ctx context.Context, tx pgx.Tx, n int) error {
+	vs, err := versions()
+	if err != nil {
+		return err
+	}
+	if n < 1 || n > len(vs) {
+		return fmt.Errorf("install schema version %d: this pgjobs knows versions 1 to %d", n, len(vs))
+	}
+	for _, v := range vs[:n] {
+		if err := apply(ctx, tx, v); err != nil {
 			return err
 		}
-		for _, v := range vs {
-			if err := apply(ctx, tx, v); err != nil {
-				return err
-			}
-		}
-		if _, err := tx.Exec(ctx, query("install_finish"), Latest()); err != nil {
-			return fmt.Errorf("record schema version %d: %w", Latest(), err)
-		}
-		return nil
-	})
+	}
+	if _, err := tx.Exec(ctx, query("install_finish"), n); err != nil {
+		return fmt.Errorf("record schema version %d: %w", n, err)
+	}
+	return nil
 }
 
 // Upgrade brings an installed schema to the latest version in one transaction and returns the

@@ -9,7 +9,7 @@ import (
 )
 
 // TestRefusal: a job whose owner was dropped, whose call was never resolved, or whose stored call
-// does not name its function as pgj_call_resolve_ writes it does not run, saying why and how to
+// does not name its function as a stored call is written does not run, saying why and how to
 // set it right; a job of a stored call runs, its guard given the call's schema and name.
 func TestRefusal(t *testing.T) {
 	t.Parallel()
