@@ -58,7 +58,7 @@ func TestCallsAreBound(t *testing.T) {
 	report := readBoundJob(t, super, "Report")
 	schema, _, _ := strings.Cut(report.view, ".")
 	if got := queryString(t, super, `SELECT pg_get_userbyid(n.nspowner) || ' ' || pg_get_userbyid(c.relowner) || ' ' || c.relkind::text
-		FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace WHERE c.oid = $1::regclass`, report.view); got != alice+" "+alice+" v" {
+		FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace WHERE c.oid = $1::regclass`, report.view); got != cluster.User()+" "+alice+" v" {
 		t.Fatalf("view %s: schema owner, view owner, kind = %s", report.view, got)
 	}
 	if err := runBound(ctx, aliceConn, report); err != nil {
@@ -131,9 +131,10 @@ func TestCallsAreBound(t *testing.T) {
 	}
 	// The views of many changes go, CallViewsDropMax a transaction (thousands in one ran out of
 	// the server's lock table).
-	mustExec(t, aliceConn, `DO $$ BEGIN
+	mustExec(t, super, `DO $$ BEGIN
 		FOR i IN 1..450 LOOP
 			EXECUTE format('CREATE VIEW %I.%I AS SELECT true AS pgj_call_', '`+schema+`', 'call_' || md5(i::text));
+			EXECUTE format('ALTER VIEW %I.%I OWNER TO %I', '`+schema+`', 'call_' || md5(i::text), '`+alice+`');
 		END LOOP; END $$`)
 	many, err := sqlschema.CallViewsOrphaned(ctx, super)
 	if err != nil || len(many) != 450 {
@@ -145,19 +146,20 @@ func TestCallsAreBound(t *testing.T) {
 	// A view something hangs on (a trigger of its owner's, which would go with it, taking locks:
 	// 20,000 ran the drop out of the lock table) is left alone.
 	hung := schema + ".call_" + strings.Repeat("0", 32)
-	mustExec(t, aliceConn, `CREATE VIEW `+hung+` AS SELECT 1 AS x;
-		CREATE FUNCTION `+schema+`.tf() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN RETURN NULL; END $$;
-		CREATE TRIGGER t INSTEAD OF INSERT ON `+hung+` FOR EACH ROW EXECUTE FUNCTION `+schema+`.tf()`)
+	mustExec(t, super, `CREATE VIEW `+hung+` AS SELECT 1 AS x;
+		ALTER VIEW `+hung+` OWNER TO `+alice)
+	mustExec(t, super, `CREATE FUNCTION public.tf() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN RETURN NULL; END $$`)
+	mustExec(t, aliceConn, `CREATE TRIGGER t INSTEAD OF INSERT ON `+hung+` FOR EACH ROW EXECUTE FUNCTION public.tf()`)
 	if n, err := sqlschema.CallViewsDrop(ctx, super, []string{hung}); err != nil || n != 0 || !exists(hung) {
 		t.Fatalf("drop of a view with a trigger: %d, %v; there: %v", n, err, exists(hung))
 	}
 	// The guard runs only a view the owner owns: one a superuser gave another role is refused.
 	mustExec(t, super, "ALTER VIEW "+changed.view+" OWNER TO "+pgx.Identifier{bob}.Sanitize())
-	if err := runBound(ctx, aliceConn, changed); err == nil || !strings.Contains(err.Error(), "is no longer a view of the job's owner "+alice) {
+	if err := runBound(ctx, aliceConn, changed); err == nil || !strings.Contains(err.Error(), "is no longer one pgjobs made for the job's owner "+alice) {
 		t.Fatalf("a view of bob's in alice's schema: %v", err)
 	}
 	// Bound to the job's function only: alice's own view of another function is refused.
-	mustExec(t, aliceConn, "CREATE VIEW "+schema+".other AS SELECT (prepare_cache()) IS NULL AS pgj_call_")
+	mustExec(t, super, "CREATE VIEW "+schema+".other AS SELECT (prepare_cache()) IS NULL AS pgj_call_; ALTER VIEW "+schema+".other OWNER TO "+alice)
 	wantError(t, aliceConn, "SELECT pgjobs.pgj_stamp_(), pgjobs.pgj_job_bind_('pgj_update_job', 'Report', '"+schema+".other')", "22023", "is not a view of role "+alice+"'s call schema calling the job's function")
 	mustExec(t, aliceConn, "ROLLBACK")
 }
@@ -234,22 +236,35 @@ func TestBoundCallsReadNoNameAgain(t *testing.T) {
 	}
 }
 
-// TestCallSchemaGrantsNothing: a role's default privileges on new schemas do not reach its call
-// schema: no other role may look into it (and so lock what is in it) or create in it.
+// TestCallSchemaGrantsNothing: default privileges, the superuser's (who makes the call schema,
+// the view and the table of arguments) or the role's, do not reach a call's schema, view or
+// arguments: no other role may look into the schema (and so lock what is in it), read the
+// arguments or create there, and the role itself may only use the schema.
 func TestCallSchemaGrantsNothing(t *testing.T) {
 	t.Parallel()
 	db, super := apiDatabase(t)
 	alice, bob := cluster.NewRole(t, "alice", db), cluster.NewRole(t, "bob", db)
 	aliceConn := cluster.ConnectAs(t, db, alice)
-	mustExec(t, aliceConn, "ALTER DEFAULT PRIVILEGES GRANT USAGE, CREATE ON SCHEMAS TO PUBLIC, "+pgx.Identifier{bob}.Sanitize()+
-		"; ALTER DEFAULT PRIVILEGES GRANT SELECT ON TABLES TO "+pgx.Identifier{bob}.Sanitize())
-	mustExec(t, aliceConn, "SELECT pgj_create_job('Report', 'off_line()', null, null)")
+	for _, conn := range []*pgx.Conn{super, aliceConn} {
+		mustExec(t, conn, "ALTER DEFAULT PRIVILEGES GRANT USAGE, CREATE ON SCHEMAS TO PUBLIC, "+pgx.Identifier{bob}.Sanitize()+
+			"; ALTER DEFAULT PRIVILEGES GRANT SELECT ON TABLES TO "+pgx.Identifier{bob}.Sanitize())
+	}
+	mustExec(t, super, "CREATE FUNCTION public.sign_in(who text, secret text) RETURNS void LANGUAGE sql AS ''")
+	mustExec(t, aliceConn, "SELECT pgj_create_job('Report', 'public.sign_in(''alice'', ''s3cret'')', null, null)")
 	view := readBoundJob(t, super, "Report").view
 	schema, _, _ := strings.Cut(view, ".")
-	if got := queryString(t, super, "SELECT coalesce(string_agg(pg_get_userbyid(a.grantee) || ':' || a.privilege_type, ','), '') FROM pg_namespace n, aclexplode(n.nspacl) a WHERE n.nspname = $1 AND a.grantee <> n.nspowner", schema); got != "" {
-		t.Fatalf("grants on alice's call schema to others: %s", got)
+	grants := `SELECT coalesce(string_agg(pg_get_userbyid(a.grantee) || ':' || a.privilege_type, ',' ORDER BY 1), '')
+		FROM (SELECT c.relacl AS acl, c.relowner AS owner FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace
+		      WHERE n.nspname = $1 AND c.relkind IN ('r', 'v')
+		      UNION ALL SELECT nspacl, nspowner FROM pg_namespace WHERE nspname = $1) o, aclexplode(o.acl) a
+		WHERE a.grantee <> o.owner`
+	if got := queryString(t, super, grants, schema); got != alice+":SELECT,"+alice+":USAGE" {
+		t.Fatalf("grants in alice's call schema to others than their owners: %s", got)
 	}
-	wantError(t, cluster.ConnectAs(t, db, bob), "BEGIN; LOCK "+view+" IN ACCESS EXCLUSIVE MODE; COMMIT", "42501", "permission denied for schema "+schema)
+	bobConn := cluster.ConnectAs(t, db, bob)
+	wantError(t, bobConn, "BEGIN; LOCK "+view+" IN ACCESS EXCLUSIVE MODE; COMMIT", "42501", "permission denied for schema "+schema)
+	mustExec(t, bobConn, "ROLLBACK")
+	wantError(t, aliceConn, "CREATE VIEW "+schema+".mine AS SELECT 1", "42501", "permission denied for schema "+schema)
 }
 
 // TestCallSchemaOfAnotherRole: a schema of the name of alice's call schema that bob made before
@@ -262,5 +277,5 @@ func TestCallSchemaOfAnotherRole(t *testing.T) {
 	schema := "pgjobs_call_" + queryString(t, super, "SELECT oid::text FROM pg_roles WHERE rolname = $1", alice)
 	mustExec(t, cluster.ConnectAs(t, db, bob), "CREATE SCHEMA "+schema+"; GRANT ALL ON SCHEMA "+schema+" TO PUBLIC")
 	wantError(t, cluster.ConnectAs(t, db, alice), "SELECT pgj_create_job('Report', 'off_line()', null, null)", "42501",
-		"pgj_create_job: schema "+schema+", where the views of role "+alice+"'s job calls go, is owned by role "+bob)
+		"pgj_create_job: schema "+schema+", where the calls of role "+alice+"'s jobs go, is owned by role "+bob+", which is no superuser")
 }

@@ -11,12 +11,16 @@ import (
 )
 
 // The views of bound calls (schema version 15): a job's call, parsed when it is set into a view of
-// its owner's own schema pgjobs_call_<role OID>, which keeps what the call names by OID.
+// its owner's call schema pgjobs_call_<role OID>, which keeps what the call names by OID; since
+// version 16 the schema is a superuser's, and the view reads the call's arguments, evaluated when
+// it was set, from a table of that schema (pgjobs_call_<role OID>.args_<hex>) only superusers and
+// the owner read.
 
 // RunViewGuardSQL is the guard of a call bound to a view, sent in the same round trip right before
 // the statement of ViewCallSQL: with the owner's role OID ($1) and name ($2), it fails unless the
 // session is of that role, which still exists, may log in and has not expired, and unless view $3
-// is the owner's, in the owner's own call schema, where no other role may create or look.
+// is the owner's, in the owner's call schema, a superuser's, where no role may create and no other
+// role may look.
 func RunViewGuardSQL() string { return query("run_view_guard") }
 
 // viewName is the form of the names pgjobs gives the views of calls.
@@ -33,8 +37,9 @@ func ViewCallSQL(view string) (string, error) {
 }
 
 // CallViewsOrphaned returns the views of calls that no job uses: of calls set again since, and of
-// dropped jobs. Runs of a job loaded before its call changed may still use them for a while: the
-// agent drops them with CallViewsDrop a prune later.
+// dropped jobs; and the tables of arguments that no view reads (after DROP OWNED BY). Runs of a
+// job loaded before its call changed may still use them for a while: the agent drops them with
+// CallViewsDrop a while later.
 func CallViewsOrphaned(ctx context.Context, q DB) ([]string, error) {
 	rows, err := q.Query(ctx, query("call_views_orphaned"))
 	if err != nil {
@@ -52,7 +57,8 @@ func CallViewsOrphaned(ctx context.Context, q DB) ([]string, error) {
 const CallViewsDropMax = 200
 
 // CallViewsDrop drops those of views (from CallViewsOrphaned) that no job uses now, but those a
-// session holds (a run still going), CallViewsDropMax a statement, then the call schemas left empty
+// session holds (a run still going), with their rows of arguments, CallViewsDropMax a statement,
+// then the tables of arguments no view reads (among views, too), then the call schemas left empty
 // of roles that have no job, and returns how many views it dropped; a statement that fails does
 // not keep the next from running. Only an agent's role may (one that may update the leader lease).
 func CallViewsDrop(ctx context.Context, q DB, views []string) (int, error) {

@@ -1,8 +1,20 @@
--- The views of job calls (pgjobs_call_<role OID>.call_<hex>, in their role's own schema) that no
--- job uses: of calls set again since, and of dropped jobs.
+-- The views of job calls (pgjobs_call_<role OID>.call_<hex>, their role's, in its call schema: a
+-- superuser's since schema version 16) that no job uses: of calls set again since, and of dropped
+-- jobs.
 SELECT n.nspname || '.' || c.relname
 FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace
-WHERE c.relkind = 'v' AND n.nspname ~ '^pgjobs_call_[0-9]+$' AND n.nspowner::text = substr(n.nspname, 13)
+WHERE c.relkind = 'v' AND n.nspname ~ '^pgjobs_call_[0-9]+$'
+  AND ((SELECT r.rolsuper FROM pg_roles r WHERE r.oid = n.nspowner) OR n.nspowner::text = substr(n.nspname, 13))
+  AND c.relowner::text = substr(n.nspname, 13)
   AND c.relname ~ '^call_[0-9a-f]{32}$'
   AND NOT EXISTS (SELECT FROM pgjobs.pgj_job_ j WHERE j.jobview = n.nspname || '.' || c.relname)
+UNION ALL
+-- and the tables of their arguments (version 16) that no view reads: a role's views all went with
+-- DROP OWNED BY
+SELECT n.nspname || '.' || c.relname
+FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace
+WHERE c.relkind = 'r' AND n.nspname ~ '^pgjobs_call_[0-9]+$' AND c.relname ~ '^args_[0-9a-f]{32}$'
+  AND (SELECT r.rolsuper FROM pg_roles r WHERE r.oid = c.relowner)
+  AND NOT EXISTS (SELECT FROM pg_depend d WHERE d.refclassid = 'pg_class'::regclass AND d.refobjid = c.oid
+                                            AND d.classid = 'pg_rewrite'::regclass)
 ORDER BY 1

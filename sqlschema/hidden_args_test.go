@@ -1,0 +1,183 @@
+package sqlschema_test
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"testing"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/pgjobs/pgjobs/sqlschema"
+)
+
+// Since schema version 16 the arguments of a bound call are evaluated once, when the call is set,
+// and kept in a table of the owner's call schema that only superusers and the owner read: the
+// view's rule, which every role reads, holds none of them but reg* values, by OID.
+
+// TestArgumentsAreKeptAsValues: bob reads nothing of alice's arguments, from the views' rules nor
+// from their tables; her runs pass the values her session read when she set the calls (her
+// DateStyle, her named, VARIADIC and polymorphic arguments), and a reg* argument pins its table.
+func TestArgumentsAreKeptAsValues(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	db, super := apiDatabase(t)
+	alice, bob := cluster.NewRole(t, "alice", db), cluster.NewRole(t, "bob", db)
+	mustExec(t, super, `CREATE TABLE public.got (what text);
+		GRANT INSERT ON public.got TO PUBLIC;
+		CREATE TYPE public.pair AS (a int, b text);
+		CREATE FUNCTION public.sign_in(who text, secret text, day date, n bigint, p public.pair, t regclass, VARIADIC xs int[])
+			RETURNS void LANGUAGE sql AS $$ INSERT INTO public.got VALUES (concat_ws(' ', who, secret, day, n, p, t::oid = 'public.got'::regclass, xs)) $$;
+		CREATE FUNCTION public.either(a anycompatible, b anycompatible, tag text DEFAULT 'none')
+			RETURNS void LANGUAGE sql AS $$ INSERT INTO public.got VALUES (concat_ws(' ', a, pg_typeof(a), b, tag)) $$`)
+	aliceConn, bobConn := cluster.ConnectAs(t, db, alice), cluster.ConnectAs(t, db, bob)
+	mustExec(t, aliceConn, `SET DateStyle = 'German, DMY';
+		SELECT pgj_create_job('SignIn', 'public.sign_in(''alice'', ''s3cret'', ''01.02.2024'', 3, ''(1,x)'', ''public.got'', 1, 2)', null, null);
+		SELECT pgj_create_job('Either', 'public.either(1, 2.5, tag => ''s3cret too'')', null, null);
+		SELECT pgj_create_job('Bare', 'off_line()', null, null)`)
+	for _, job := range []string{"SignIn", "Either", "Bare"} {
+		if err := runBound(ctx, cluster.ConnectAs(t, db, alice), readBoundJob(t, super, job)); err != nil {
+			t.Fatalf("alice's %s: %v", job, err)
+		}
+	}
+	if got := queryString(t, super, "SELECT string_agg(what, ' | ' ORDER BY what) FROM public.got"); got != "1 numeric 2.5 s3cret too | alice s3cret 2024-02-01 3 (1,x) t {1,2}" {
+		t.Fatalf("the runs passed: %s", got)
+	}
+
+	// Every view of a call, as bob reads them: no secret, in the text or in the rule's bytes.
+	var defs, rules string
+	if err := bobConn.QueryRow(ctx, `SELECT string_agg(pg_get_viewdef(c.oid), ' '), string_agg(r.ev_action::text, ' ')
+		FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace JOIN pg_rewrite r ON r.ev_class = c.oid
+		WHERE n.nspname ~ '^pgjobs_call_'`).Scan(&defs, &rules); err != nil {
+		t.Fatal(err)
+	}
+	const secretBytes = "115 51 99 114 101 116" // s3cret
+	if strings.Contains(defs, "s3cret") || strings.Contains(rules, secretBytes) || !strings.Contains(defs, "sign_in(a.a1, a.a2, a.a3, a.a4, a.a5, 'got'::regclass, VARIADIC a.a6)") {
+		t.Fatalf("the views' rules, as bob reads them: %s", defs)
+	}
+	signIn := readBoundJob(t, super, "SignIn")
+	schema, _, _ := strings.Cut(signIn.view, ".")
+	table := queryString(t, super, `SELECT n.nspname || '.' || c.relname FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace
+		WHERE n.nspname = $1 AND c.relkind = 'r' AND c.relname ~ '^args_' AND EXISTS (SELECT FROM pg_attribute a WHERE a.attrelid = c.oid AND a.attname = 'a6')`, schema)
+	wantError(t, bobConn, "SELECT * FROM "+table, "42501", "permission denied for schema "+schema)
+	// a superuser, and alice, read them
+	if got := queryString(t, super, "SELECT a2 FROM "+table); got != "s3cret" {
+		t.Fatalf("the arguments kept: %s", got)
+	}
+	if got := queryString(t, aliceConn, "SELECT a2 FROM "+table); got != "s3cret" {
+		t.Fatalf("alice reads her arguments: %s", got)
+	}
+	// the table of a reg* argument may not be dropped from under the call
+	wantError(t, super, "DROP TABLE public.got", "2BP01", "cannot drop table got because other objects depend on it")
+
+	// Set again, the call's former view goes with its row of arguments; once all of alice's views
+	// are gone (DROP OWNED BY), the tables of her arguments go too, then her schema.
+	mustExec(t, aliceConn, "SELECT pgj_update_job('SignIn', null, 'public.sign_in(''alice'', ''n3w'', ''2024-03-01'', 4, null, null, 7)', null)")
+	orphans, err := sqlschema.CallViewsOrphaned(ctx, super)
+	if err != nil || strings.Join(orphans, " ") != signIn.view {
+		t.Fatalf("orphans after the update: %v, %v", orphans, err)
+	}
+	if n, err := sqlschema.CallViewsDrop(ctx, super, orphans); err != nil || n != 1 {
+		t.Fatalf("drop: %d, %v", n, err)
+	}
+	if got := queryString(t, super, "SELECT string_agg(a2, ',') FROM "+table); got != "n3w" {
+		t.Fatalf("arguments left after the drop: %s", got)
+	}
+	mustExec(t, super, "SELECT pgj_drop_job(name) FROM pgj_jobs WHERE owner = '"+alice+"'; DROP OWNED BY "+pgx.Identifier{alice}.Sanitize())
+	if orphans, err = sqlschema.CallViewsOrphaned(ctx, super); err != nil || len(orphans) == 0 || !strings.Contains(strings.Join(orphans, " "), table) {
+		t.Fatalf("orphans after DROP OWNED: %v, %v", orphans, err)
+	}
+	if _, err := sqlschema.CallViewsDrop(ctx, super, orphans); err != nil {
+		t.Fatal(err)
+	}
+	if got := queryString(t, super, "SELECT count(*)::text FROM pg_namespace WHERE nspname = $1", schema); got != "0" {
+		t.Fatalf("alice's call schema: %s left", got)
+	}
+}
+
+// TestStoredArgumentsAreChecked: pgj_call_store_, called directly, keeps only values its caller
+// evaluated in a temporary table of its own, of the types it names; reg* values in an array are
+// refused (they would be kept unpinned, and keep pg_upgrade from running).
+func TestStoredArgumentsAreChecked(t *testing.T) {
+	t.Parallel()
+	db, super := apiDatabase(t)
+	alice := cluster.NewRole(t, "alice", db)
+	mustExec(t, super, "CREATE FUNCTION public.take(x text) RETURNS void LANGUAGE sql AS ''; CREATE FUNCTION public.tables(x regclass[]) RETURNS void LANGUAGE sql AS ''")
+	aliceConn := cluster.ConnectAs(t, db, alice)
+	mustExec(t, super, "CREATE TABLE public.bobs (a1 text); INSERT INTO public.bobs VALUES ('not hers'); GRANT SELECT ON public.bobs TO PUBLIC")
+	store := "SELECT pgjobs.pgj_stamp_(), pgjobs.pgj_call_store_('pgj_create_job', 'public.take(text)'::regprocedure, '{NULL}', false, ARRAY['text'::regtype::oid], %s)"
+	for _, c := range []struct{ staged, code, text string }{
+		{"'public.bobs'::regclass", "22023", "the arguments are not in a temporary table of role " + alice},
+		{"NULL", "22023", "the arguments are not in a temporary table of role " + alice},
+		{"'pg_temp.two'::regclass", "22023", "2 rows of arguments, not one"},
+	} {
+		_, err := aliceConn.Exec(context.Background(), "BEGIN; CREATE TEMPORARY TABLE two (a1 text); INSERT INTO two VALUES ('a'), ('b'); "+strings.Replace(store, "%s", c.staged, 1))
+		var pgErr *pgconn.PgError
+		if !errors.As(err, &pgErr) || pgErr.Code != c.code || !strings.Contains(pgErr.Message, c.text) {
+			t.Errorf("store from %s: %v, want %s %q", c.staged, err, c.code, c.text)
+		}
+		mustExec(t, aliceConn, "ROLLBACK")
+	}
+	wantError(t, aliceConn, "BEGIN; CREATE TEMPORARY TABLE arr (a1 regclass[]); INSERT INTO arr VALUES ('{pg_class}'); "+
+		"SELECT pgjobs.pgj_stamp_(), pgjobs.pgj_call_store_('pgj_create_job', 'public.tables(regclass[])'::regprocedure, '{NULL}', false, "+
+		"ARRAY['regclass[]'::regtype::oid], 'pg_temp.arr'::regclass)", "22023", "argument 1 of type regclass[] holds reg* values in an array")
+	mustExec(t, aliceConn, "ROLLBACK")
+}
+
+// TestUpgradeToHiddenArguments: the upgrade to version 16 gives each call schema of version 15 to
+// the superuser, with USAGE for its role only (which may no longer create there), keeps the calls
+// bound by version 15 running, and warns of each, whose arguments stay in its view's rule until
+// its owner sets the call again; set again, they are kept as values.
+func TestUpgradeToHiddenArguments(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	db := cluster.NewDatabase(t)
+	config, err := cluster.ConnConfig(db)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var warnings []string
+	config.OnNotice = func(_ *pgconn.PgConn, n *pgconn.Notice) {
+		if n.Severity == "WARNING" {
+			warnings = append(warnings, n.Message)
+		}
+	}
+	super, err := pgx.ConnectConfig(ctx, config)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer super.Close(ctx)
+	if err := sqlschema.InstallVersion(ctx, super, 15); err != nil {
+		t.Fatal(err)
+	}
+	alice := cluster.NewRole(t, "alice", db)
+	mustExec(t, super, "SET search_path = public, pgjobs; "+userFunctions+"CREATE FUNCTION public.sign_in(secret text) RETURNS void LANGUAGE sql AS $$ INSERT INTO calls (name) VALUES (secret) $$")
+	aliceConn := cluster.ConnectAs(t, db, alice)
+	mustExec(t, aliceConn, "SET search_path = public, pgjobs; SELECT pgj_create_job('SignIn', 'public.sign_in(''s3cret'')', null, null)")
+	before := readBoundJob(t, super, "SignIn")
+	schema, _, _ := strings.Cut(before.view, ".")
+	if from, to, err := sqlschema.Upgrade(ctx, super); err != nil || from != 15 || to != sqlschema.Latest() {
+		t.Fatalf("Upgrade = %d, %d, %v", from, to, err)
+	}
+	if len(warnings) != 1 || !strings.Contains(warnings[0], "job SignIn of role "+alice+": the arguments of its call are in the rule of view "+before.view) {
+		t.Fatalf("warnings: %q", warnings)
+	}
+	if got := queryString(t, super, "SELECT pg_get_userbyid(nspowner)::text FROM pg_namespace WHERE nspname = $1", schema); got != cluster.User() {
+		t.Fatalf("alice's call schema is owned by %s", got)
+	}
+	wantError(t, aliceConn, "CREATE VIEW "+schema+".mine AS SELECT 1", "42501", "permission denied for schema "+schema)
+	if err := runBound(ctx, cluster.ConnectAs(t, db, alice), before); err != nil {
+		t.Fatalf("the call bound by version 15: %v", err)
+	}
+	mustExec(t, aliceConn, "SELECT pgj_update_job('SignIn', null, 'public.sign_in(''n3w'')', null)")
+	after := readBoundJob(t, super, "SignIn")
+	if def := queryString(t, super, "SELECT pg_get_viewdef($1::regclass)", after.view); strings.Contains(def, "n3w") {
+		t.Fatalf("the call set again: %s", def)
+	}
+	if err := runBound(ctx, cluster.ConnectAs(t, db, alice), after); err != nil {
+		t.Fatalf("the call set again: %v", err)
+	}
+	if got := queryString(t, super, "SELECT string_agg(name, ',' ORDER BY at, name) FROM calls"); got != "s3cret,n3w" {
+		t.Fatalf("runs: %s", got)
+	}
+}

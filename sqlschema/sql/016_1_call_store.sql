@@ -1,0 +1,219 @@
+-- pgjobs schema version 16, continued: pgj_call_store_ makes the view and keeps the arguments of a
+-- call, and pgj_call_bind_ evaluates them, as the caller, to give it.
+SET LOCAL search_path = pg_catalog, pg_temp;
+
+-- pgj_call_store_ makes the view of a call of function p_funcoid, for the caller (the stamp says
+-- who calls), in its call schema, and returns its name (pgjobs_call_<role OID>.call_<32 hex>). The
+-- arguments are the one row of p_staged, a temporary table of the caller's, in this session, whose
+-- columns a1, a2, ... are of types p_types: the caller made it, evaluating the arguments (their
+-- input functions, casts and domain checks ran as the caller). Each argument is passed by name
+-- p_names[i] (NULL: by position), the last one VARIADIC if p_variadic. The values are copied as
+-- they are (same types: no code runs) into table args_<md5 of the types> of the call schema, a row
+-- for each view, which only superusers and the caller read (its own calls' arguments), and the
+-- view reads its row; a reg* value goes into the view itself, by OID. The view is the caller's.
+CREATE FUNCTION pgjobs.pgj_call_store_(p_function text, p_funcoid oid, p_names text[], p_variadic boolean,
+    p_types oid[], p_staged oid) RETURNS text
+LANGUAGE plpgsql SECURITY DEFINER
+SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+    caller oid := pgjobs.pgj_caller_take_(p_function);
+    n int := coalesce(cardinality(p_types), 0);
+    hex text := replace(gen_random_uuid()::text, '-', '');
+    schema text;
+    fn text;
+    staged text;
+    stray text;
+    reg regtype;
+    value text;
+    exprs text[] := '{}';
+    copied text[] := '{}';
+    kept oid[] := '{}';
+    tab text;
+    made oid;
+    rows bigint;
+    body text;
+    i int;
+BEGIN
+    SELECT quote_ident(ns.nspname) || '.' || quote_ident(p.proname) INTO fn
+    FROM pg_proc p JOIN pg_namespace ns ON ns.oid = p.pronamespace WHERE p.oid = p_funcoid AND p.prokind = 'f';
+    IF fn IS NULL OR NOT has_function_privilege(caller, p_funcoid, 'EXECUTE') THEN
+        RAISE EXCEPTION '%: function % is none the caller may execute', p_function, p_funcoid
+            USING ERRCODE = 'insufficient_privilege', HINT = 'call the public pgj_* function, not the internal one';
+    END IF;
+    IF coalesce(cardinality(p_names), 0) <> n THEN
+        RAISE EXCEPTION '%: % argument types but % names', p_function, n, coalesce(cardinality(p_names), 0)
+            USING ERRCODE = 'invalid_parameter_value';
+    END IF;
+    SELECT string_agg(coalesce(format_type(t.t, NULL), t.t::text), ', ') INTO stray
+    FROM unnest(p_types) t(t) LEFT JOIN pg_type ty ON ty.oid = t.t LEFT JOIN pg_namespace ns ON ns.oid = ty.typnamespace
+    WHERE ty.oid IS NULL OR ty.typtype = 'p' OR ns.nspname ~ '^pg_(toast_)?temp_'
+       OR NOT has_type_privilege(caller, t.t, 'USAGE');
+    IF stray IS NOT NULL THEN
+        RAISE EXCEPTION '%: an argument of type % cannot be kept (a pseudo-type, a temporary type, or one role % may not use)',
+            p_function, stray, pg_get_userbyid(caller)
+            USING ERRCODE = 'invalid_parameter_value', HINT = 'pass values of definite, lasting types';
+    END IF;
+    IF n > 0 THEN
+        SELECT quote_ident(ns.nspname) || '.' || quote_ident(c.relname) INTO staged
+        FROM pg_class c JOIN pg_namespace ns ON ns.oid = c.relnamespace
+        WHERE c.oid = p_staged AND c.relkind = 'r' AND c.relpersistence = 't' AND c.relnamespace = pg_my_temp_schema()
+          AND c.relowner = caller AND NOT c.relrowsecurity
+          AND ARRAY(SELECT a.atttypid FROM pg_attribute a WHERE a.attrelid = c.oid AND a.attnum > 0 AND NOT a.attisdropped ORDER BY a.attnum) = p_types
+          AND ARRAY(SELECT a.attname::text FROM pg_attribute a WHERE a.attrelid = c.oid AND a.attnum > 0 AND NOT a.attisdropped ORDER BY a.attnum)
+              = ARRAY(SELECT 'a' || g FROM generate_series(1, n) g);
+        IF staged IS NULL THEN
+            RAISE EXCEPTION '%: the arguments are not in a temporary table of role % made in this session, of columns a1 to a% of their types',
+                p_function, pg_get_userbyid(caller), n
+                USING ERRCODE = 'invalid_parameter_value', HINT = 'call the public pgj_* function, not the internal one';
+        END IF;
+        EXECUTE 'SELECT count(*) FROM ONLY ' || staged INTO rows;
+        IF rows <> 1 THEN
+            RAISE EXCEPTION '%: % rows of arguments, not one', p_function, rows USING ERRCODE = 'invalid_parameter_value';
+        END IF;
+    END IF;
+    schema := pgjobs.pgj_call_space_(p_function, caller);
+    FOR i IN 1 .. n LOOP
+        reg := pgjobs.pgj_type_regbase_(p_types[i]);
+        IF reg IS NOT NULL THEN
+            EXECUTE format('SELECT (a%s)::pg_catalog.oid::pg_catalog.text FROM ONLY %s', i, staged) INTO value;
+            exprs := exprs || (coalesce(quote_literal(value), 'NULL') || '::pg_catalog.' || reg::text);
+        ELSIF EXISTS (SELECT FROM pgjobs.pgj_type_reg_(p_types[i]) r WHERE r.leaf IS NOT NULL OR r.inside) THEN
+            -- reg* values inside an array, a row or a range would go into the table unpinned (and
+            -- such a table keeps pg_upgrade from running): only a NULL is kept, in the view
+            EXECUTE format('SELECT a%s IS NULL FROM ONLY %s', i, staged) INTO value;
+            IF value <> 'true' THEN
+                RAISE EXCEPTION '%: argument % of type % holds reg* values in an array, a row or a range, which cannot be kept',
+                    p_function, i, format_type(p_types[i], NULL)
+                    USING ERRCODE = 'invalid_parameter_value', HINT = 'pass the names as text[] to a text[] parameter';
+            END IF;
+            exprs := exprs || ('NULL::' || format_type(p_types[i], NULL));
+        ELSE
+            kept := kept || p_types[i];
+            copied := copied || ('a' || i);
+            exprs := exprs || ('a.a' || cardinality(kept));
+        END IF;
+        exprs[i] := CASE WHEN i = n AND p_variadic THEN 'VARIADIC ' ELSE '' END
+                    || coalesce(quote_ident(p_names[i]) || ' => ', '') || exprs[i];
+    END LOOP;
+    body := format('SELECT (%s(%s)) IS NULL AS pgj_call_', fn, array_to_string(exprs, ', '));
+    IF cardinality(kept) > 0 THEN
+        tab := 'args_' || md5(array_to_string(kept, ','));
+        SELECT c.oid INTO made FROM pg_class c JOIN pg_namespace ns ON ns.oid = c.relnamespace WHERE ns.nspname = schema AND c.relname = tab;
+        IF made IS NULL THEN
+            BEGIN
+                EXECUTE format('CREATE TABLE %I.%I (id text COLLATE "C" PRIMARY KEY%s)', schema, tab,
+                    (SELECT string_agg(format(', a%s %s', k.i, format_type(k.t, NULL)), '' ORDER BY k.i) FROM unnest(kept) WITH ORDINALITY k(t, i)));
+            EXCEPTION WHEN duplicate_table OR unique_violation THEN
+                RAISE EXCEPTION '%: the table of role %''s call arguments %.% was made by another session meanwhile', p_function, pg_get_userbyid(caller), schema, tab
+                    USING ERRCODE = 'serialization_failure', HINT = 'run the transaction again';
+            END;
+            SELECT c.oid INTO made FROM pg_class c JOIN pg_namespace ns ON ns.oid = c.relnamespace WHERE ns.nspname = schema AND c.relname = tab;
+            PERFORM pgjobs.pgj_call_acl_clear_('TABLE', format('%I.%I', schema, tab), c.relacl, c.relowner) FROM pg_class c WHERE c.oid = made;
+        END IF;
+        IF NOT EXISTS (SELECT FROM pg_class c JOIN pg_roles r ON r.oid = c.relowner
+                       WHERE c.oid = made AND c.relkind = 'r' AND r.rolsuper
+                         AND ARRAY(SELECT a.atttypid FROM pg_attribute a WHERE a.attrelid = c.oid AND a.attnum > 0 AND NOT a.attisdropped ORDER BY a.attnum)
+                             = 'text'::regtype::oid || kept) THEN
+            RAISE EXCEPTION '%: %.% is not a table of call arguments pgjobs made', p_function, schema, tab
+                USING ERRCODE = 'insufficient_privilege', HINT = 'a superuser drops it: pgjobs makes it again';
+        END IF;
+        EXECUTE format('INSERT INTO %I.%I SELECT %L, %s FROM ONLY %s', schema, tab, hex, array_to_string(copied, ', '), staged);
+        EXECUTE format('GRANT SELECT ON %I.%I TO %I', schema, tab, pg_get_userbyid(caller)); -- the view reads it as its owner
+        body := body || format(' FROM %I.%I a WHERE a.id OPERATOR(pg_catalog.=) %L::pg_catalog.text', schema, tab, hex);
+    END IF;
+    EXECUTE format('CREATE VIEW %I.%I AS ', schema, 'call_' || hex) || body;
+    EXECUTE format('ALTER VIEW %I.%I OWNER TO %I', schema, 'call_' || hex, pg_get_userbyid(caller));
+    PERFORM pgjobs.pgj_call_acl_clear_('TABLE', format('%I.%I', schema, 'call_' || hex), c.relacl, c.relowner)
+    FROM pg_class c WHERE c.oid = format('%I.%I', schema, 'call_' || hex)::regclass;
+    IF (SELECT substring(r.ev_action::text FROM ':targetList \(\{TARGETENTRY :expr \{NULLTEST :arg \{FUNCEXPR :funcid ([0-9]+) ')::oid
+        FROM pg_rewrite r WHERE r.ev_class = format('%I.%I', schema, 'call_' || hex)::regclass) IS DISTINCT FROM p_funcoid THEN
+        RAISE EXCEPTION '%: the call of % with its arguments kept calls another function', p_function, p_funcoid::regprocedure
+            USING ERRCODE = 'serialization_failure', HINT = 'an overload of the function was made meanwhile: run the transaction again';
+    END IF;
+    RETURN schema || '.call_' || hex;
+END
+$$;
+
+-- pgj_call_bind_ parses a job's call as the caller would run it, with the caller's privileges and
+-- search path (p_path), into a temporary view, without running anything, checks it
+-- (pgj_call_view_check_), evaluates its arguments as the caller into a temporary table (their
+-- input functions, casts and domain checks run now, once, with the caller's settings), and has
+-- pgj_call_store_ make the call's view from them. It returns the call written back, its function
+-- and the view. The call must pass pgj_call_syntax_: one function call with constant arguments.
+-- The temporary objects are dropped before it returns; all goes with the transaction if it fails.
+CREATE OR REPLACE FUNCTION pgjobs.pgj_call_bind_(p_function text, p_argno int, p_call text, p_path text,
+    OUT call text, OUT funcoid oid, OUT view text)
+LANGUAGE plpgsql
+SET search_path = pg_catalog, pg_temp
+SET standard_conforming_strings = on
+AS $$
+DECLARE
+    checked text := pgjobs.pgj_call_syntax_(p_function, p_argno, p_call);
+    hex text := replace(gen_random_uuid()::text, '-', '');
+    probe text := 'pg_temp.pgj_probe_' || hex;
+    given text := 'pg_temp.pgj_given_' || hex;
+    staged text := 'pg_temp.pgj_staged_' || hex;
+    split record;
+    cols text[] := '{}';
+    types oid[];
+    saved text[];
+    stray text;
+    i int;
+BEGIN
+    IF NOT has_database_privilege(current_database(), 'TEMPORARY') THEN
+        RAISE EXCEPTION '%: role % may not create temporary tables in database %, which setting a job''s call needs',
+            p_function, current_user, current_database()
+            USING ERRCODE = 'insufficient_privilege', HINT = format('GRANT TEMPORARY ON DATABASE %I TO %I', current_database(), current_user);
+    END IF;
+    BEGIN
+        PERFORM set_config('search_path', p_path, true);
+        -- IS NULL: a view has no column of type void, the result of most job functions.
+        EXECUTE 'CREATE TEMPORARY VIEW ' || probe || ' AS SELECT (' || checked || ') IS NULL AS pgj_call_';
+        PERFORM set_config('search_path', 'pg_catalog, pg_temp', true);
+    EXCEPTION WHEN OTHERS THEN
+        RAISE EXCEPTION '%: argument % (function call) % does not resolve: %', p_function, p_argno, quote_literal(left(checked, 200)), SQLERRM
+            USING ERRCODE = SQLSTATE, HINT = 'create the function first, or fix its name, schema or arguments';
+    END;
+    SELECT c.call, c.funcoid INTO call, funcoid FROM pgjobs.pgj_call_view_check_(p_function, p_argno, checked, probe::regclass) c;
+    split := pgjobs.pgj_call_args_(p_function, call, funcoid);
+    types := split.types;
+    IF cardinality(types) > 0 THEN
+        FOR i IN 1 .. cardinality(types) LOOP
+            cols := cols || CASE WHEN (SELECT typtype FROM pg_type WHERE oid = types[i]) = 'p'
+                                 THEN format('(%s) AS a%s', split.args[i], i) -- polymorphic: the argument's own type
+                                 ELSE format('CAST((%s) AS %s) AS a%s', split.args[i], format_type(types[i], NULL), i) END;
+        END LOOP;
+        -- the constants as pgj_call_view_check_ wrote them back: read with the same settings
+        saved := ARRAY[current_setting('DateStyle'), current_setting('IntervalStyle'), current_setting('extra_float_digits')];
+        PERFORM set_config('DateStyle', 'ISO, MDY', true), set_config('IntervalStyle', 'postgres', true),
+                set_config('extra_float_digits', '3', true);
+        EXECUTE 'CREATE TEMPORARY VIEW ' || given || ' AS SELECT ' || array_to_string(cols, ', ');
+        PERFORM set_config('DateStyle', saved[1], true), set_config('IntervalStyle', saved[2], true),
+                set_config('extra_float_digits', saved[3], true);
+        -- read again by name, the arguments name nothing the checked call did not: the types they go to aside
+        SELECT string_agg(pg_describe_object(d.refclassid, d.refobjid, 0), ', ') INTO stray
+        FROM pg_depend d JOIN pg_rewrite w ON d.classid = 'pg_rewrite'::regclass AND d.objid = w.oid
+        WHERE w.ev_class = given::regclass AND NOT (d.refclassid = 'pg_class'::regclass AND d.refobjid = given::regclass)
+          AND NOT (d.refclassid = 'pg_type'::regclass AND d.refobjid = ANY (types))
+          AND NOT EXISTS (SELECT FROM pg_depend e JOIN pg_rewrite x ON e.classid = 'pg_rewrite'::regclass AND e.objid = x.oid
+                          WHERE x.ev_class = probe::regclass AND e.refclassid = d.refclassid AND e.refobjid = d.refobjid);
+        IF stray IS NOT NULL THEN
+            RAISE EXCEPTION '%: argument % (function call) %: what it names changed while it was set (%)', p_function, p_argno, quote_literal(left(checked, 200)), stray
+                USING ERRCODE = 'serialization_failure', HINT = 'run the transaction again';
+        END IF;
+        types := ARRAY(SELECT a.atttypid FROM pg_attribute a WHERE a.attrelid = given::regclass AND a.attnum > 0 ORDER BY a.attnum);
+        -- evaluated now, once, as the caller, with the caller's settings and search path
+        PERFORM set_config('search_path', p_path, true);
+        EXECUTE 'CREATE TEMPORARY TABLE ' || staged || ' AS SELECT * FROM ' || given;
+        PERFORM set_config('search_path', 'pg_catalog, pg_temp', true);
+    END IF;
+    PERFORM pgjobs.pgj_stamp_();
+    view := pgjobs.pgj_call_store_(p_function, funcoid, split.names, split.last_variadic, types, to_regclass(staged));
+    EXECUTE 'DROP VIEW ' || probe;
+    IF cardinality(types) > 0 THEN
+        EXECUTE 'DROP TABLE ' || staged;
+        EXECUTE 'DROP VIEW ' || given;
+    END IF;
+END
+$$;
