@@ -29,18 +29,21 @@ func TestArgumentsAreKeptAsValues(t *testing.T) {
 		CREATE FUNCTION public.sign_in(who text, secret text, day date, n bigint, p public.pair, t regclass, VARIADIC xs int[])
 			RETURNS void LANGUAGE sql AS $$ INSERT INTO public.got VALUES (concat_ws(' ', who, secret, day, n, p, t::oid = 'public.got'::regclass, xs)) $$;
 		CREATE FUNCTION public.either(a anycompatible, b anycompatible, tag text DEFAULT 'none')
-			RETURNS void LANGUAGE sql AS $$ INSERT INTO public.got VALUES (concat_ws(' ', a, pg_typeof(a), b, tag)) $$`)
+			RETURNS void LANGUAGE sql AS $$ INSERT INTO public.got VALUES (concat_ws(' ', a, pg_typeof(a), b, tag)) $$;
+		CREATE FUNCTION public.raw(b bit, c character) -- no length: bit(1) and character(1) when a column or a cast is written so
+			RETURNS void LANGUAGE sql AS $$ INSERT INTO public.got VALUES (concat_ws(' ', 'raw', b, c)) $$`)
 	aliceConn, bobConn := cluster.ConnectAs(t, db, alice), cluster.ConnectAs(t, db, bob)
 	mustExec(t, aliceConn, `SET DateStyle = 'German, DMY';
 		SELECT pgj_create_job('SignIn', 'public.sign_in(''alice'', ''s3cret'', ''01.02.2024'', 3, ''(1,x)'', ''public.got'', 1, 2)', null, null);
 		SELECT pgj_create_job('Either', 'public.either(1, 2.5, tag => ''s3cret too'')', null, null);
-		SELECT pgj_create_job('Bare', 'off_line()', null, null)`)
-	for _, job := range []string{"SignIn", "Either", "Bare"} {
+		SELECT pgj_create_job('Bare', 'off_line()', null, null);
+		SELECT pgj_create_job('Raw', 'public.raw(B''101'', ''abc'')', null, null)`)
+	for _, job := range []string{"SignIn", "Either", "Bare", "Raw"} {
 		if err := runBound(ctx, cluster.ConnectAs(t, db, alice), readBoundJob(t, super, job)); err != nil {
 			t.Fatalf("alice's %s: %v", job, err)
 		}
 	}
-	if got := queryString(t, super, "SELECT string_agg(what, ' | ' ORDER BY what) FROM public.got"); got != "1 numeric 2.5 s3cret too | alice s3cret 2024-02-01 3 (1,x) t {1,2}" {
+	if got := queryString(t, super, "SELECT string_agg(what, ' | ' ORDER BY what) FROM public.got"); got != "1 numeric 2.5 s3cret too | alice s3cret 2024-02-01 3 (1,x) t {1,2} | raw 101 abc" {
 		t.Fatalf("the runs passed: %s", got)
 	}
 

@@ -87,7 +87,7 @@ BEGIN
                     p_function, i, format_type(p_types[i], NULL)
                     USING ERRCODE = 'invalid_parameter_value', HINT = 'pass the names as text[] to a text[] parameter';
             END IF;
-            exprs := exprs || ('NULL::' || format_type(p_types[i], NULL));
+            exprs := exprs || ('NULL::' || format_type(p_types[i], -1));
         ELSE
             kept := kept || p_types[i];
             copied := copied || ('a' || i);
@@ -100,10 +100,19 @@ BEGIN
     IF cardinality(kept) > 0 THEN
         tab := 'args_' || md5(array_to_string(kept, ','));
         SELECT c.oid INTO made FROM pg_class c JOIN pg_namespace ns ON ns.oid = c.relnamespace WHERE ns.nspname = schema AND c.relname = tab;
+        IF made IS NOT NULL THEN
+            BEGIN
+                -- held to the end: the agent drops a table of arguments no view reads
+                EXECUTE format('LOCK TABLE %I.%I IN ROW EXCLUSIVE MODE', schema, tab);
+            EXCEPTION WHEN undefined_table THEN
+                RAISE EXCEPTION '%: the table of role %''s call arguments %.% was dropped meanwhile (no job''s call used it)', p_function, pg_get_userbyid(caller), schema, tab
+                    USING ERRCODE = 'serialization_failure', HINT = 'run the transaction again';
+            END;
+        END IF;
         IF made IS NULL THEN
             BEGIN
                 EXECUTE format('CREATE TABLE %I.%I (id text COLLATE "C" PRIMARY KEY%s)', schema, tab,
-                    (SELECT string_agg(format(', a%s %s', k.i, format_type(k.t, NULL)), '' ORDER BY k.i) FROM unnest(kept) WITH ORDINALITY k(t, i)));
+                    (SELECT string_agg(format(', a%s %s', k.i, format_type(k.t, -1)), '' ORDER BY k.i) FROM unnest(kept) WITH ORDINALITY k(t, i)));
             EXCEPTION WHEN duplicate_table OR unique_violation THEN
                 RAISE EXCEPTION '%: the table of role %''s call arguments %.% was made by another session meanwhile', p_function, pg_get_userbyid(caller), schema, tab
                     USING ERRCODE = 'serialization_failure', HINT = 'run the transaction again';
@@ -182,7 +191,7 @@ BEGIN
         FOR i IN 1 .. cardinality(types) LOOP
             cols := cols || CASE WHEN (SELECT typtype FROM pg_type WHERE oid = types[i]) = 'p'
                                  THEN format('(%s) AS a%s', split.args[i], i) -- polymorphic: the argument's own type
-                                 ELSE format('CAST((%s) AS %s) AS a%s', split.args[i], format_type(types[i], NULL), i) END;
+                                 ELSE format('CAST((%s) AS %s) AS a%s', split.args[i], format_type(types[i], -1), i) END;
         END LOOP;
         -- the constants as pgj_call_view_check_ wrote them back: read with the same settings
         saved := ARRAY[current_setting('DateStyle'), current_setting('IntervalStyle'), current_setting('extra_float_digits')];
