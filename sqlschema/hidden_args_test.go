@@ -73,21 +73,25 @@ func TestArgumentsAreKeptAsValues(t *testing.T) {
 	// the table of a reg* argument may not be dropped from under the call
 	wantError(t, super, "DROP TABLE public.got", "2BP01", "cannot drop table got because other objects depend on it")
 
-	// Set again, the call's former view goes with its row of arguments; once all of alice's views
-	// are gone (DROP OWNED BY), the tables of her arguments go too, then her schema.
+	// Set again, the call's former view goes with its row of arguments; a table no view reads
+	// any more goes (the view of Raw went with its function, dropped with CASCADE); once all of
+	// alice's jobs are dropped and her views and tables gone (DROP OWNED BY), her schema goes too.
 	mustExec(t, aliceConn, "SELECT pgj_update_job('SignIn', null, 'public.sign_in(''alice'', ''n3w'', ''2024-03-01'', 4, null, null, 7)', null)")
+	rawTable := queryString(t, super, `SELECT t.relnamespace::regnamespace || '.' || t.relname FROM pg_depend d JOIN pg_rewrite r ON d.objid = r.oid
+		JOIN pg_class t ON t.oid = d.refobjid WHERE r.ev_class = $1::regclass AND t.relname ~ '^args_'`, readBoundJob(t, super, "Raw").view)
+	mustExec(t, super, "DROP FUNCTION public.raw(bit, character) CASCADE")
 	orphans, err := sqlschema.CallViewsOrphaned(ctx, super)
-	if err != nil || strings.Join(orphans, " ") != signIn.view {
+	if err != nil || strings.Join(orphans, " ") != strings.Join(sortedPair(rawTable, signIn.view), " ") {
 		t.Fatalf("orphans after the update: %v, %v", orphans, err)
 	}
-	if n, err := sqlschema.CallViewsDrop(ctx, super, orphans); err != nil || n != 1 {
+	if n, err := sqlschema.CallViewsDrop(ctx, super, orphans); err != nil || n != 1 || queryString(t, super, "SELECT (to_regclass($1) IS NULL)::text", rawTable) != "true" {
 		t.Fatalf("drop: %d, %v", n, err)
 	}
 	if got := queryString(t, super, "SELECT string_agg(a2, ',') FROM "+table); got != "n3w" {
 		t.Fatalf("arguments left after the drop: %s", got)
 	}
 	mustExec(t, super, "SELECT pgj_drop_job(name) FROM pgj_jobs WHERE owner = '"+alice+"'; DROP OWNED BY "+pgx.Identifier{alice}.Sanitize())
-	if orphans, err = sqlschema.CallViewsOrphaned(ctx, super); err != nil || len(orphans) == 0 || !strings.Contains(strings.Join(orphans, " "), table) {
+	if orphans, err = sqlschema.CallViewsOrphaned(ctx, super); err != nil || strings.Join(orphans, " ") != schema {
 		t.Fatalf("orphans after DROP OWNED: %v, %v", orphans, err)
 	}
 	if _, err := sqlschema.CallViewsDrop(ctx, super, orphans); err != nil {
@@ -96,6 +100,59 @@ func TestArgumentsAreKeptAsValues(t *testing.T) {
 	if got := queryString(t, super, "SELECT count(*)::text FROM pg_namespace WHERE nspname = $1", schema); got != "0" {
 		t.Fatalf("alice's call schema: %s left", got)
 	}
+}
+
+// TestArgumentsRunNoCodeAsTheSuperuser: the table of alice's arguments is hers, so that what
+// runs as its owner (ANALYZE runs a range type's subtype_diff: the attacker review of version 16
+// had autovacuum make alice a superuser) runs as alice; the agent deletes the row of a former call
+// only from a table where that runs none of her code (a trigger she adds keeps the row there);
+// and she cannot keep, by OID, a reg* value that pins another role's call view.
+func TestArgumentsRunNoCodeAsTheSuperuser(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	db, super := apiDatabase(t)
+	alice, bob := cluster.NewRole(t, "alice", db), cluster.NewRole(t, "bob", db)
+	mustExec(t, super, "CREATE SCHEMA alices AUTHORIZATION "+pgx.Identifier{alice}.Sanitize()+`;
+		CREATE TABLE public.seen (who text, what text); GRANT INSERT ON public.seen TO PUBLIC`)
+	aliceConn := cluster.ConnectAs(t, db, alice)
+	mustExec(t, aliceConn, `CREATE FUNCTION alices.note() RETURNS void LANGUAGE sql VOLATILE AS $$ INSERT INTO public.seen VALUES (current_user, 'diff') $$;
+		CREATE FUNCTION alices.diff(a int4, b int4) RETURNS float8 LANGUAGE plpgsql IMMUTABLE AS $$
+			BEGIN PERFORM alices.note(); RETURN (a - b)::float8; END $$;
+		CREATE TYPE alices.r AS RANGE (subtype = int4, subtype_diff = alices.diff);
+		CREATE FUNCTION alices.job(x alices.r) RETURNS void LANGUAGE sql AS $$ SELECT $$;
+		SELECT pgj_create_job('R', 'alices.job(''[1,5)'')', null, null)`)
+	r := readBoundJob(t, super, "R")
+	table := queryString(t, super, `SELECT t.relnamespace::regnamespace || '.' || t.relname FROM pg_depend d JOIN pg_rewrite w ON d.objid = w.oid
+		JOIN pg_class t ON t.oid = d.refobjid WHERE w.ev_class = $1::regclass AND t.relname ~ '^args_'`, r.view)
+	mustExec(t, super, "INSERT INTO "+table+" SELECT md5(g::text), ('['||g||','||(g+5)||')')::alices.r FROM generate_series(1, 200) g; ANALYZE "+table)
+	if got := queryString(t, super, "SELECT string_agg(DISTINCT who, ',') FROM public.seen"); got != alice {
+		t.Fatalf("ANALYZE of alice's arguments ran her subtype_diff as %s", got)
+	}
+	mustExec(t, super, "DELETE FROM public.seen")
+
+	// A trigger of alice's on her table keeps the agent from deleting the former call's row.
+	mustExec(t, aliceConn, `CREATE FUNCTION alices.t() RETURNS trigger LANGUAGE plpgsql AS $$
+			BEGIN INSERT INTO public.seen VALUES (current_user, TG_OP); RETURN OLD; END $$;
+		CREATE TRIGGER t BEFORE DELETE ON `+table+` FOR EACH ROW EXECUTE FUNCTION alices.t();
+		SELECT pgj_update_job('R', null, 'alices.job(''[2,6)'')', null)`)
+	if n, err := sqlschema.CallViewsDrop(ctx, super, []string{r.view}); err != nil || n != 1 {
+		t.Fatalf("drop: %d, %v", n, err)
+	}
+	if got := queryString(t, super, "SELECT count(*)::text FROM public.seen"); got != "0" {
+		t.Fatalf("alice's trigger ran: %s times", got)
+	}
+	if got := queryString(t, super, "SELECT count(*)::text FROM "+table+" WHERE id = $1", strings.TrimPrefix(r.view, strings.Split(r.view, ".")[0]+".call_")); got != "1" {
+		t.Fatalf("the former call's row under alice's trigger: %s left", got)
+	}
+
+	// bob's call view, pinned by OID through the internal function: refused.
+	mustExec(t, cluster.ConnectAs(t, db, bob), "SELECT pgj_create_job('Bobs', 'off_line()', null, null)")
+	bobs := readBoundJob(t, super, "Bobs").view
+	wantError(t, aliceConn, "BEGIN; CREATE TEMPORARY TABLE pin (a1 regclass); INSERT INTO pin VALUES ('"+
+		queryString(t, super, "SELECT $1::regclass::oid::text", bobs)+"'); "+
+		"SELECT pgjobs.pgj_stamp_(), pgjobs.pgj_call_store_('pgj_create_job', 'pg_catalog.pg_relation_size(regclass)'::regprocedure, '{NULL}', false, "+
+		"ARRAY['regclass'::regtype::oid], 'pg_temp.pin'::regclass)", "42501", "names an object of a call schema")
+	mustExec(t, aliceConn, "ROLLBACK")
 }
 
 // TestStoredArgumentsAreChecked: pgj_call_store_, called directly, keeps only values its caller

@@ -267,8 +267,7 @@ func (c *Cluster) NewRole(t testing.TB, prefix, database string) string {
 	t.Cleanup(func() {
 		conn, err := c.connect(ctx, database)
 		if err == nil {
-			// CASCADE: the tables of its jobs' call arguments (a superuser's) may use its types
-			_, _ = conn.Exec(ctx, "DROP OWNED BY "+pgx.Identifier{name}.Sanitize()+" CASCADE")
+			_, _ = conn.Exec(ctx, "DROP OWNED BY "+pgx.Identifier{name}.Sanitize())
 			conn.Close(ctx)
 		}
 		if err := c.admin(ctx, "DROP ROLE IF EXISTS "+pgx.Identifier{name}.Sanitize()); err != nil {

@@ -1,16 +1,16 @@
 -- pgjobs schema version 16: a bound call's arguments are no longer in its view's rule, which every
 -- role reads (pg_get_viewdef, pg_rewrite): version 15 showed each job's constants, a password
 -- passed to a function included, to all roles. They are now evaluated once, when the call is set,
--- as the caller, and kept as values in a table of the caller's call schema that only superusers
--- and the caller read; the view, the caller's, reads them there. Only a reg* argument stays in the view, by OID: PostgreSQL then
+-- as the caller, and kept as values in a table of the caller's, in its call schema, that only
+-- superusers and the caller read; the view, the caller's, reads them there. Only a reg* argument stays in the view, by OID: PostgreSQL then
 -- keeps the object it names from being dropped without CASCADE (which stops the job), and such
 -- values in a table would keep pg_upgrade from running.
 --
 -- The call schemas (pgjobs_call_<role OID>) are now owned by the superuser that installs pgjobs,
 -- with USAGE for their role only: a role with jobs no longer gets a schema of its own to create
--- anything in. Their views (given to the role) and tables are made by a definer function
--- (pgj_call_store_), from values the caller evaluated in its own temporary table: no code of a
--- role runs as the definer.
+-- anything in. Their views and tables of arguments are made by a definer function
+-- (pgj_call_store_) and given to the role, which copies into them the values it evaluated in its
+-- own temporary table: no code of a role runs as the definer.
 SET LOCAL search_path = pg_catalog, pg_temp;
 
 -- pgj_call_acl_clear_ revokes every privilege on object p_object (of kind p_kind: SCHEMA or TABLE,
@@ -31,8 +31,9 @@ $$;
 
 -- pgj_call_space_ returns the call schema of role p_role, pgjobs_call_<its OID>, making it when
 -- there is none: owned by the definer of the functions that call this one (the superuser that
--- installed pgjobs), with USAGE for p_role only. A schema of that name that is not a superuser's
--- is refused: the role made it itself, and could create anything there.
+-- installed pgjobs), with USAGE for p_role only. One that p_role owns (made by version 15's
+-- functions, in a transaction the upgrade to version 16 did not see) is given to the definer, as
+-- the upgrade does. One that another role owns, no superuser, is refused: it could create there.
 CREATE FUNCTION pgjobs.pgj_call_space_(p_function text, p_role oid) RETURNS text
 LANGUAGE plpgsql
 SET search_path = pg_catalog, pg_temp
@@ -41,26 +42,32 @@ DECLARE
     schema text := 'pgjobs_call_' || p_role;
     owner oid;
 BEGIN
-    SELECT nspowner INTO owner FROM pg_namespace WHERE nspname = schema;
-    IF NOT FOUND THEN
+    owner := (SELECT nspowner FROM pg_namespace WHERE oid = to_regnamespace(schema)); -- as committed now
+    IF owner IS NULL THEN
         BEGIN
             EXECUTE format('CREATE SCHEMA %I', schema);
-            SELECT nspowner INTO owner FROM pg_namespace WHERE nspname = schema;
-            PERFORM pgjobs.pgj_call_acl_clear_('SCHEMA', quote_ident(schema), n.nspacl, n.nspowner)
-            FROM pg_namespace n WHERE n.nspname = schema;
-            EXECUTE format('GRANT USAGE ON SCHEMA %I TO %I', schema, pg_get_userbyid(p_role));
         EXCEPTION WHEN duplicate_schema OR unique_violation THEN -- made meanwhile by the role's other session
-            RAISE EXCEPTION '%: schema %, where the calls of role %''s jobs go, was made by another session meanwhile',
-                p_function, schema, pg_get_userbyid(p_role)
-                USING ERRCODE = 'serialization_failure', HINT = 'run the transaction again';
+            owner := (SELECT nspowner FROM pg_namespace WHERE oid = to_regnamespace(schema));
+            IF owner IS NULL THEN
+                RAISE EXCEPTION '%: schema %, where the calls of role %''s jobs go, was made by another session meanwhile',
+                    p_function, schema, pg_get_userbyid(p_role)
+                    USING ERRCODE = 'serialization_failure', HINT = 'run the transaction again';
+            END IF;
+            RETURN pgjobs.pgj_call_space_(p_function, p_role);
         END;
-    END IF;
-    IF NOT (SELECT rolsuper FROM pg_roles WHERE oid = owner) THEN
+    ELSIF owner = p_role THEN
+        EXECUTE format('ALTER SCHEMA %I OWNER TO %I', schema, current_user);
+    ELSIF (SELECT rolsuper FROM pg_roles WHERE oid = owner) THEN
+        RETURN schema;
+    ELSE
         RAISE EXCEPTION '%: schema %, where the calls of role %''s jobs go, is owned by role %, which is no superuser',
             p_function, schema, pg_get_userbyid(p_role), pg_get_userbyid(owner)
             USING ERRCODE = 'insufficient_privilege',
             HINT = 'a superuser renames or drops that schema: pgjobs makes it, and only a superuser may own it';
     END IF;
+    PERFORM pgjobs.pgj_call_acl_clear_('SCHEMA', quote_ident(schema), n.nspacl, n.nspowner)
+    FROM pg_namespace n WHERE n.nspname = schema;
+    EXECUTE format('GRANT USAGE ON SCHEMA %I TO %I', schema, pg_get_userbyid(p_role));
     RETURN schema;
 END
 $$;
@@ -89,6 +96,36 @@ AS $$
     WHERE t IN ('regclass'::regtype, 'regtype'::regtype, 'regproc'::regtype, 'regprocedure'::regtype,
                 'regoper'::regtype, 'regoperator'::regtype, 'regconfig'::regtype, 'regdictionary'::regtype,
                 'regnamespace'::regtype, 'regrole'::regtype, to_regtype('regcollation'))
+$$;
+
+-- pgj_call_reg_refused_ says why a reg* value, OID p_oid of reg* type p_type, may not be kept in a
+-- view of role p_role's call (which pins the object: it cannot be dropped without CASCADE), or
+-- NULL: the object must exist, and be in a schema p_role may use, no temporary one and no call
+-- schema (a role must not pin another's call views, nor what a temporary schema holds).
+CREATE FUNCTION pgjobs.pgj_call_reg_refused_(p_role oid, p_type regtype, p_oid oid) RETURNS text
+LANGUAGE sql STABLE
+SET search_path = pg_catalog, pg_temp
+AS $$
+    SELECT CASE
+        WHEN p_oid IS NULL OR p_type = 'regrole'::regtype THEN NULL -- a role is not pinned
+        WHEN schema IS NULL THEN 'names no object of the database'
+        WHEN n.nspname ~ '^pg_(toast_)?temp_' THEN 'names an object of a temporary schema'
+        WHEN n.nspname ~ '^pgjobs_call_' THEN 'names an object of a call schema'
+        WHEN NOT has_schema_privilege(p_role, schema, 'USAGE') THEN format('names an object of schema %s, which role %s may not use', n.nspname, pg_get_userbyid(p_role))
+    END
+    FROM (SELECT CASE p_type
+        WHEN 'regclass'::regtype THEN (SELECT relnamespace FROM pg_class WHERE oid = p_oid)
+        WHEN 'regtype'::regtype THEN (SELECT typnamespace FROM pg_type WHERE oid = p_oid)
+        WHEN 'regproc'::regtype THEN (SELECT pronamespace FROM pg_proc WHERE oid = p_oid)
+        WHEN 'regprocedure'::regtype THEN (SELECT pronamespace FROM pg_proc WHERE oid = p_oid)
+        WHEN 'regoper'::regtype THEN (SELECT oprnamespace FROM pg_operator WHERE oid = p_oid)
+        WHEN 'regoperator'::regtype THEN (SELECT oprnamespace FROM pg_operator WHERE oid = p_oid)
+        WHEN 'regconfig'::regtype THEN (SELECT cfgnamespace FROM pg_ts_config WHERE oid = p_oid)
+        WHEN 'regdictionary'::regtype THEN (SELECT dictnamespace FROM pg_ts_dict WHERE oid = p_oid)
+        WHEN 'regnamespace'::regtype THEN (SELECT oid FROM pg_namespace WHERE oid = p_oid)
+        ELSE (SELECT collnamespace FROM pg_collation WHERE oid = p_oid) -- regcollation
+        END AS schema) o
+    LEFT JOIN pg_namespace n ON n.oid = o.schema
 $$;
 
 -- pgj_call_args_ splits call p_call of function p_funcoid, as pgj_call_view_check_ writes it back

@@ -7,12 +7,14 @@ SET LOCAL search_path = pg_catalog, pg_temp;
 -- arguments are the one row of p_staged, a temporary table of the caller's, in this session, whose
 -- columns a1, a2, ... are of types p_types: the caller made it, evaluating the arguments (their
 -- input functions, casts and domain checks ran as the caller). Each argument is passed by name
--- p_names[i] (NULL: by position), the last one VARIADIC if p_variadic. The values are copied as
--- they are (same types: no code runs) into table args_<md5 of the types> of the call schema, a row
--- for each view, which only superusers and the caller read (its own calls' arguments), and the
--- view reads its row; a reg* value goes into the view itself, by OID. The view is the caller's.
+-- p_names[i] (NULL: by position), the last one VARIADIC if p_variadic. A reg* value goes into the
+-- view itself, by OID (the caller must be allowed to look the object up by name); the others are
+-- read from table args (args_<md5 of their types>, made when missing), the caller's, where the
+-- caller then copies them (columns copied of p_staged, same types: no code runs) in a row keyed by
+-- the view's hex: only superusers and the caller read it. The view is the caller's. The definer
+-- reads p_staged but writes into no table of the caller's (its triggers would run as the definer).
 CREATE FUNCTION pgjobs.pgj_call_store_(p_function text, p_funcoid oid, p_names text[], p_variadic boolean,
-    p_types oid[], p_staged oid) RETURNS text
+    p_types oid[], p_staged oid, OUT view text, OUT args text, OUT copied text)
 LANGUAGE plpgsql SECURITY DEFINER
 SET search_path = pg_catalog, pg_temp
 AS $$
@@ -27,12 +29,13 @@ DECLARE
     reg regtype;
     value text;
     exprs text[] := '{}';
-    copied text[] := '{}';
+    copies text[] := '{}';
     kept oid[] := '{}';
     tab text;
     made oid;
     rows bigint;
     body text;
+    refused text;
     i int;
 BEGIN
     SELECT quote_ident(ns.nspname) || '.' || quote_ident(p.proname) INTO fn
@@ -48,9 +51,11 @@ BEGIN
     SELECT string_agg(coalesce(format_type(t.t, NULL), t.t::text), ', ') INTO stray
     FROM unnest(p_types) t(t) LEFT JOIN pg_type ty ON ty.oid = t.t LEFT JOIN pg_namespace ns ON ns.oid = ty.typnamespace
     WHERE ty.oid IS NULL OR ty.typtype = 'p' OR ns.nspname ~ '^pg_(toast_)?temp_'
-       OR NOT has_type_privilege(caller, t.t, 'USAGE');
+       OR NOT has_type_privilege(caller, t.t, 'USAGE')
+       -- pg_upgrade refuses tables of aclitem values (their format changed in PostgreSQL 16)
+       OR t.t IN ('aclitem'::regtype, 'aclitem[]'::regtype);
     IF stray IS NOT NULL THEN
-        RAISE EXCEPTION '%: an argument of type % cannot be kept (a pseudo-type, a temporary type, or one role % may not use)',
+        RAISE EXCEPTION '%: an argument of type % cannot be kept (a pseudo-type, a temporary type, aclitem, or one role % may not use)',
             p_function, stray, pg_get_userbyid(caller)
             USING ERRCODE = 'invalid_parameter_value', HINT = 'pass values of definite, lasting types';
     END IF;
@@ -77,6 +82,11 @@ BEGIN
         reg := pgjobs.pgj_type_regbase_(p_types[i]);
         IF reg IS NOT NULL THEN
             EXECUTE format('SELECT (a%s)::pg_catalog.oid::pg_catalog.text FROM ONLY %s', i, staged) INTO value;
+            refused := pgjobs.pgj_call_reg_refused_(caller, reg, value::oid);
+            IF refused IS NOT NULL THEN
+                RAISE EXCEPTION '%: argument % (%, OID %) %', p_function, i, reg, value, refused
+                    USING ERRCODE = 'insufficient_privilege', HINT = 'pass an object the role may look up by name';
+            END IF;
             exprs := exprs || (coalesce(quote_literal(value), 'NULL') || '::pg_catalog.' || reg::text);
         ELSIF EXISTS (SELECT FROM pg_type ty WHERE ty.oid = p_types[i] -- what may hold other types (a walk costs 0.5 ms)
                         AND (ty.typtype IN ('d', 'c', 'r', 'm') OR ty.typelem <> 0 AND ty.typlen = -1))
@@ -92,7 +102,7 @@ BEGIN
             exprs := exprs || ('NULL::' || format_type(p_types[i], -1));
         ELSE
             kept := kept || p_types[i];
-            copied := copied || ('a' || i);
+            copies := copies || ('a' || i);
             exprs := exprs || ('a.a' || cardinality(kept));
         END IF;
         exprs[i] := CASE WHEN i = n AND p_variadic THEN 'VARIADIC ' ELSE '' END
@@ -101,37 +111,44 @@ BEGIN
     body := format('SELECT (%s(%s)) IS NULL AS pgj_call_', fn, array_to_string(exprs, ', '));
     IF cardinality(kept) > 0 THEN
         tab := 'args_' || md5(array_to_string(kept, ','));
-        SELECT c.oid INTO made FROM pg_class c JOIN pg_namespace ns ON ns.oid = c.relnamespace WHERE ns.nspname = schema AND c.relname = tab;
-        IF made IS NOT NULL THEN
-            BEGIN
-                -- held to the end: the agent drops a table of arguments no view reads
-                EXECUTE format('LOCK TABLE %I.%I IN ROW EXCLUSIVE MODE', schema, tab);
-            EXCEPTION WHEN undefined_table THEN
-                RAISE EXCEPTION '%: the table of role %''s call arguments %.% was dropped meanwhile (no job''s call used it)', p_function, pg_get_userbyid(caller), schema, tab
+        args := format('%I.%I', schema, tab);
+        FOR attempt IN 1 .. 3 LOOP
+            made := to_regclass(args); -- the catalog as committed now, whatever the isolation
+            IF made IS NOT NULL THEN
+                BEGIN
+                    -- held to the end: the agent drops a table of arguments no view reads
+                    EXECUTE 'LOCK TABLE ' || args || ' IN ROW EXCLUSIVE MODE';
+                    EXIT;
+                EXCEPTION WHEN undefined_table THEN
+                    NULL; -- dropped meanwhile: made again
+                END;
+            ELSE
+                BEGIN
+                    EXECUTE format('CREATE TABLE %s (id text COLLATE "C" PRIMARY KEY%s)', args,
+                        (SELECT string_agg(format(', a%s %s', k.i, format_type(k.t, -1)), '' ORDER BY k.i) FROM unnest(kept) WITH ORDINALITY k(t, i)));
+                    -- the owner's: what runs as the table's owner (ANALYZE runs a range type's
+                    -- subtype_diff) runs as the role whose calls pass those types
+                    EXECUTE format('ALTER TABLE %s OWNER TO %I', args, pg_get_userbyid(caller));
+                    PERFORM pgjobs.pgj_call_acl_clear_('TABLE', args, c.relacl, c.relowner) FROM pg_class c WHERE c.oid = args::regclass;
+                    EXIT;
+                EXCEPTION WHEN duplicate_table OR unique_violation THEN
+                    NULL; -- made meanwhile by the role's other session: used
+                END;
+            END IF;
+            IF attempt = 3 THEN
+                RAISE EXCEPTION '%: the table of role %''s call arguments % was made or dropped by another session meanwhile', p_function, pg_get_userbyid(caller), args
                     USING ERRCODE = 'serialization_failure', HINT = 'run the transaction again';
-            END;
-        END IF;
-        IF made IS NULL THEN
-            BEGIN
-                EXECUTE format('CREATE TABLE %I.%I (id text COLLATE "C" PRIMARY KEY%s)', schema, tab,
-                    (SELECT string_agg(format(', a%s %s', k.i, format_type(k.t, -1)), '' ORDER BY k.i) FROM unnest(kept) WITH ORDINALITY k(t, i)));
-            EXCEPTION WHEN duplicate_table OR unique_violation THEN
-                RAISE EXCEPTION '%: the table of role %''s call arguments %.% was made by another session meanwhile', p_function, pg_get_userbyid(caller), schema, tab
-                    USING ERRCODE = 'serialization_failure', HINT = 'run the transaction again';
-            END;
-            SELECT c.oid INTO made FROM pg_class c JOIN pg_namespace ns ON ns.oid = c.relnamespace WHERE ns.nspname = schema AND c.relname = tab;
-            PERFORM pgjobs.pgj_call_acl_clear_('TABLE', format('%I.%I', schema, tab), c.relacl, c.relowner) FROM pg_class c WHERE c.oid = made;
-        END IF;
-        IF NOT EXISTS (SELECT FROM pg_class c JOIN pg_roles r ON r.oid = c.relowner
-                       WHERE c.oid = made AND c.relkind = 'r' AND r.rolsuper
+            END IF;
+        END LOOP;
+        IF NOT EXISTS (SELECT FROM pg_class c
+                       WHERE c.oid = args::regclass AND c.relkind = 'r' AND c.relowner = caller
                          AND ARRAY(SELECT a.atttypid FROM pg_attribute a WHERE a.attrelid = c.oid AND a.attnum > 0 AND NOT a.attisdropped ORDER BY a.attnum)
                              = 'text'::regtype::oid || kept) THEN
-            RAISE EXCEPTION '%: %.% is not a table of call arguments pgjobs made', p_function, schema, tab
-                USING ERRCODE = 'insufficient_privilege', HINT = 'a superuser drops it: pgjobs makes it again';
+            RAISE EXCEPTION '%: % is not a table of role %''s call arguments as pgjobs makes them', p_function, args, pg_get_userbyid(caller)
+                USING ERRCODE = 'object_not_in_prerequisite_state', HINT = 'drop it (its owner may): pgjobs makes it again';
         END IF;
-        EXECUTE format('INSERT INTO %I.%I SELECT %L, %s FROM ONLY %s', schema, tab, hex, array_to_string(copied, ', '), staged);
-        EXECUTE format('GRANT SELECT ON %I.%I TO %I', schema, tab, pg_get_userbyid(caller)); -- the view reads it as its owner
-        body := body || format(' FROM %I.%I a WHERE a.id OPERATOR(pg_catalog.=) %L::pg_catalog.text', schema, tab, hex);
+        copied := array_to_string(copies, ', ');
+        body := body || format(' FROM ONLY %s a WHERE a.id OPERATOR(pg_catalog.=) %L::pg_catalog.text', args, hex);
     END IF;
     EXECUTE format('CREATE VIEW %I.%I AS ', schema, 'call_' || hex) || body;
     EXECUTE format('ALTER VIEW %I.%I OWNER TO %I', schema, 'call_' || hex, pg_get_userbyid(caller));
@@ -142,16 +159,16 @@ BEGIN
         RAISE EXCEPTION '%: the call of % with its arguments kept calls another function', p_function, p_funcoid::regprocedure
             USING ERRCODE = 'serialization_failure', HINT = 'an overload of the function was made meanwhile: run the transaction again';
     END IF;
-    RETURN schema || '.call_' || hex;
+    view := schema || '.call_' || hex;
 END
 $$;
 
 -- pgj_call_bind_ parses a job's call as the caller would run it, with the caller's privileges and
 -- search path (p_path), into a temporary view, without running anything, checks it
 -- (pgj_call_view_check_), evaluates its arguments as the caller into a temporary table (their
--- input functions, casts and domain checks run now, once, with the caller's settings), and has
--- pgj_call_store_ make the call's view from them. It returns the call written back, its function
--- and the view. The call must pass pgj_call_syntax_: one function call with constant arguments.
+-- input functions, casts and domain checks run now, once, with the caller's settings), has
+-- pgj_call_store_ make the call's view from them, and copies them into the view's table of
+-- arguments. It returns the call written back, its function and the view. The call must pass pgj_call_syntax_: one function call with constant arguments.
 -- The temporary objects are dropped before it returns; all goes with the transaction if it fails.
 CREATE OR REPLACE FUNCTION pgjobs.pgj_call_bind_(p_function text, p_argno int, p_call text, p_path text,
     OUT call text, OUT funcoid oid, OUT view text)
@@ -166,6 +183,7 @@ DECLARE
     given text := 'pg_temp.pgj_given_' || hex;
     staged text := 'pg_temp.pgj_staged_' || hex;
     split record;
+    stored record;
     cols text[] := '{}';
     types oid[];
     saved text[];
@@ -199,7 +217,14 @@ BEGIN
         saved := ARRAY[current_setting('DateStyle'), current_setting('IntervalStyle'), current_setting('extra_float_digits')];
         PERFORM set_config('DateStyle', 'ISO, MDY', true), set_config('IntervalStyle', 'postgres', true),
                 set_config('extra_float_digits', '3', true);
-        EXECUTE 'CREATE TEMPORARY VIEW ' || given || ' AS SELECT ' || array_to_string(cols, ', ');
+        BEGIN
+            EXECUTE 'CREATE TEMPORARY VIEW ' || given || ' AS SELECT ' || array_to_string(cols, ', ');
+        EXCEPTION WHEN OTHERS THEN
+            -- regproc and regoper values are written back by name, which an overload makes ambiguous
+            RAISE EXCEPTION '%: argument % (function call) %: its arguments as PostgreSQL writes them back (%) do not read again: %',
+                p_function, p_argno, quote_literal(left(checked, 200)), left(call, 200), SQLERRM
+                USING ERRCODE = SQLSTATE, HINT = 'pass a function or an operator with its argument types (regprocedure, regoperator), not by name alone (regproc, regoper)';
+        END;
         PERFORM set_config('DateStyle', saved[1], true), set_config('IntervalStyle', saved[2], true),
                 set_config('extra_float_digits', saved[3], true);
         -- read again by name, the arguments name nothing the checked call did not: the types they go to aside
@@ -220,7 +245,13 @@ BEGIN
         PERFORM set_config('search_path', 'pg_catalog, pg_temp', true);
     END IF;
     PERFORM pgjobs.pgj_stamp_();
-    view := pgjobs.pgj_call_store_(p_function, funcoid, split.names, split.last_variadic, types, to_regclass(staged));
+    SELECT s.view, s.args, s.copied INTO stored FROM pgjobs.pgj_call_store_(p_function, funcoid, split.names, split.last_variadic, types, to_regclass(staged)) s;
+    view := stored.view;
+    IF stored.args IS NOT NULL THEN
+        -- the arguments go into the caller's table as the caller (the same types: no code runs but
+        -- the caller's own triggers)
+        EXECUTE format('INSERT INTO %s SELECT %L, %s FROM ONLY %s', stored.args, split_part(view, '.call_', 2), stored.copied, staged);
+    END IF;
     EXECUTE 'DROP VIEW ' || probe;
     IF cardinality(types) > 0 THEN
         EXECUTE 'DROP TABLE ' || staged;

@@ -106,7 +106,7 @@ BEGIN
     FOR v IN SELECT quote_ident(n.nspname) || '.' || quote_ident(c.relname) AS name, substr(c.relname, 6) AS hex,
                     (SELECT t.oid FROM pg_depend d JOIN pg_rewrite r ON d.classid = 'pg_rewrite'::regclass AND d.objid = r.oid
                      JOIN pg_class t ON d.refclassid = 'pg_class'::regclass AND t.oid = d.refobjid
-                     WHERE r.ev_class = c.oid AND t.relnamespace = n.oid AND t.relname ~ '^args_[0-9a-f]{32}$' AND t.relkind = 'r'
+                     WHERE r.ev_class = c.oid AND t.relnamespace = n.oid AND t.relname ~ '^args_[0-9a-f]{32}$' AND t.relkind = 'r' AND t.relowner = c.relowner
                      LIMIT 1) AS args
              FROM unnest(p_views) AS w(view)
              JOIN pg_namespace n ON n.nspname = split_part(w.view, '.', 1)
@@ -125,7 +125,15 @@ BEGIN
         BEGIN
             EXECUTE 'DROP VIEW ' || v.name;
             IF v.args IS NOT NULL THEN
-                EXECUTE format('DELETE FROM %s WHERE id = $1', v.args::regclass) USING v.hex;
+                -- the view's row, from its role's table, where the definer must run none of the
+                -- role's code: locked first (no trigger, rule or index can be added meanwhile),
+                -- then only if nothing but its key's index would run on a delete
+                EXECUTE format('LOCK TABLE %s IN ROW EXCLUSIVE MODE', v.args::regclass);
+                IF NOT EXISTS (SELECT FROM pg_trigger WHERE tgrelid = v.args)
+                   AND NOT EXISTS (SELECT FROM pg_rewrite WHERE ev_class = v.args)
+                   AND (SELECT count(*) FROM pg_index WHERE indrelid = v.args) = 1 THEN
+                    EXECUTE format('DELETE FROM ONLY %s WHERE id OPERATOR(pg_catalog.=) $1', v.args::regclass) USING v.hex;
+                END IF;
                 tables := tables || v.args;
             END IF;
             dropped := dropped + 1;
@@ -133,24 +141,24 @@ BEGIN
             NULL; -- in use, renamed or dropped meanwhile, or its owner made something on it: tried again later
         END;
     END LOOP;
-    -- the tables of arguments of the views dropped, and those given: dropped once no view reads
-    -- them (a role's views all went with DROP OWNED), else rid of the rows of views gone
-    FOR v IN SELECT t.oid::regclass::text AS name, t.relnamespace AS schema,
-                    EXISTS (SELECT FROM pg_depend d WHERE d.refclassid = 'pg_class'::regclass AND d.refobjid = t.oid
-                                                      AND d.classid = 'pg_rewrite'::regclass) AS read
+    -- the tables of arguments of the views dropped, and those given, once no view reads them (a
+    -- role's views all went with DROP OWNED), and nothing else hangs on them (a trigger would go
+    -- with them, taking locks)
+    FOR v IN SELECT t.oid::regclass::text AS name
              FROM pg_class t JOIN pg_namespace n ON n.oid = t.relnamespace
              WHERE t.relkind = 'r' AND t.relname ~ '^args_[0-9a-f]{32}$' AND n.nspname ~ '^pgjobs_call_[0-9]+$'
-               AND (SELECT rolsuper FROM pg_roles WHERE oid = t.relowner)
-               AND (t.oid = ANY (tables)
-                    OR (n.nspname || '.' || t.relname) = ANY (p_views)) LOOP
+               AND t.relowner::text = substr(n.nspname, 13)
+               AND (t.oid = ANY (tables) OR (n.nspname || '.' || t.relname) = ANY (p_views))
+               AND NOT EXISTS (SELECT FROM pg_depend d
+                               WHERE d.refclassid = 'pg_class'::regclass AND d.refobjid = t.oid
+                                 AND NOT (d.classid = 'pg_type'::regclass AND d.deptype = 'i')
+                                 AND NOT (d.classid = 'pg_class'::regclass AND d.deptype IN ('a', 'i')
+                                          AND d.objid IN (SELECT i.indexrelid FROM pg_index i WHERE i.indrelid = t.oid
+                                                          UNION ALL SELECT t.reltoastrelid))
+                                 AND NOT (d.classid = 'pg_constraint'::regclass AND d.deptype = 'a'
+                                          AND d.objid IN (SELECT c.oid FROM pg_constraint c WHERE c.conrelid = t.oid AND c.contype = 'p'))) LOOP
         BEGIN
-            IF v.read THEN
-                EXECUTE format('DELETE FROM %s a WHERE NOT EXISTS (SELECT FROM pg_catalog.pg_class c
-                                WHERE c.relnamespace OPERATOR(pg_catalog.=) $1 AND c.relname OPERATOR(pg_catalog.=) (''call_'' OPERATOR(pg_catalog.||) a.id))', v.name)
-                USING v.schema;
-            ELSE
-                EXECUTE 'DROP TABLE ' || v.name;
-            END IF;
+            EXECUTE 'DROP TABLE ' || v.name;
         EXCEPTION WHEN OTHERS THEN
             NULL; -- in use, or a view was made on it meanwhile: tried again later
         END;
