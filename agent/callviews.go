@@ -12,8 +12,9 @@ import (
 // callViews is the term's service that drops the views of former calls (schema version 15):
 // pgj_update_job and pgj_drop_job leave the view of the call they replace, so that a run of the old
 // call goes on and no role's open transaction holds the runs of its job up. After the jobs service
-// reloads on a change (reloaded), it lists the views no job uses, and drops them CallViewsGrace
-// later if no job uses them then (a run of a job loaded before the change may start on its old
+// reloads on a change (reloaded), it lists the views no job uses (and, since schema version 16,
+// the tables of arguments no view reads and the call schemas left empty of roles without jobs),
+// and drops them CallViewsGrace later if no job uses them then (a run of a job loaded before the change may start on its old
 // view until the reload that brings the change). It sends no statement while nothing changes.
 func (a *dbAgent) callViews(ctx context.Context, records *pgxpool.Pool, reloaded <-chan struct{}) error {
 	var due <-chan time.Time

@@ -127,11 +127,12 @@ BEGIN
             IF v.args IS NOT NULL THEN
                 -- the view's row, from its role's table, where the definer must run none of the
                 -- role's code: locked first (no trigger, rule or index can be added meanwhile),
-                -- then only if nothing but its key's index would run on a delete
+                -- then only if it has none but the index of its key
                 EXECUTE format('LOCK TABLE %s IN ROW EXCLUSIVE MODE', v.args::regclass);
                 IF NOT EXISTS (SELECT FROM pg_trigger WHERE tgrelid = v.args)
                    AND NOT EXISTS (SELECT FROM pg_rewrite WHERE ev_class = v.args)
-                   AND (SELECT count(*) FROM pg_index WHERE indrelid = v.args) = 1 THEN
+                   AND NOT EXISTS (SELECT FROM pg_index WHERE indrelid = v.args
+                                   AND NOT (indisprimary AND indkey::text = '1' AND indexprs IS NULL AND indpred IS NULL)) THEN
                     EXECUTE format('DELETE FROM ONLY %s WHERE id OPERATOR(pg_catalog.=) $1', v.args::regclass) USING v.hex;
                 END IF;
                 tables := tables || v.args;
