@@ -22,11 +22,15 @@ import (
 // for a cast) is the owner's, that function's owner's or a superuser's.
 func RunGuardSQL() string { return query("run_guard") }
 
-// RunGuardWarm runs the guard of RunGuardSQL once on a new owner session for the session's own
-// role, so that its first run at a busy minute does not pay for compiling it. A refusal is no
-// error here (each run asks again and records it); a failure of the session is.
+// RunGuardWarmSQL is what RunGuardWarm sends: both guards, the view guard last (it refuses there,
+// for a view that is none, having run all the same).
+func RunGuardWarmSQL() string { return query("run_guard_warm") }
+
+// RunGuardWarm runs the guards of RunGuardSQL and RunViewGuardSQL once on a new owner session for
+// the session's own role, so that its first run at a busy minute does not pay for compiling them.
+// A refusal is no error here (each run asks again and records it); a failure of the session is.
 func RunGuardWarm(ctx context.Context, conn *pgx.Conn) error {
-	_, err := conn.Exec(ctx, query("run_guard_warm"))
+	_, err := conn.Exec(ctx, RunGuardWarmSQL())
 	var pgErr *pgconn.PgError
 	if err != nil && !errors.As(err, &pgErr) {
 		return fmt.Errorf("prepare the session's run guard: %w", err)

@@ -279,3 +279,17 @@ func TestCallSchemaOfAnotherRole(t *testing.T) {
 	wantError(t, cluster.ConnectAs(t, db, alice), "SELECT pgj_create_job('Report', 'off_line()', null, null)", "42501",
 		"pgj_create_job: schema "+schema+", where the calls of role "+alice+"'s jobs go, is owned by role "+bob+", which is no superuser")
 }
+
+// TestRunGuardWarmRunsBothGuards: the warming of a new owner session runs the guard of the calls
+// set before schema version 15, then the view guard (whose refusal there does not count), so that
+// neither is compiled at a busy minute.
+func TestRunGuardWarmRunsBothGuards(t *testing.T) {
+	t.Parallel()
+	db, super := apiDatabase(t)
+	alice := cluster.NewRole(t, "alice", db)
+	oid := queryString(t, super, "SELECT oid::text FROM pg_roles WHERE rolname = $1", alice)
+	wantError(t, cluster.ConnectAs(t, db, alice), sqlschema.RunGuardWarmSQL(), "42P01", "the view pgjobs_call_"+oid+".call_ of the job's call is gone")
+	if err := sqlschema.RunGuardWarm(context.Background(), cluster.ConnectAs(t, db, alice)); err != nil {
+		t.Fatal(err)
+	}
+}
