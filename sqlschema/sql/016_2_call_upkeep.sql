@@ -103,7 +103,7 @@ BEGIN
         RAISE EXCEPTION 'pgj_call_views_drop_: % views given, at most 200 at a time', cardinality(p_views)
             USING ERRCODE = 'program_limit_exceeded';
     END IF;
-    FOR v IN SELECT quote_ident(n.nspname) || '.' || quote_ident(c.relname) AS name, substr(c.relname, 6) AS hex,
+    FOR v IN SELECT quote_ident(n.nspname) || '.' || quote_ident(c.relname) AS name, c.oid AS view, substr(c.relname, 6) AS hex,
                     (SELECT t.oid FROM pg_depend d JOIN pg_rewrite r ON d.classid = 'pg_rewrite'::regclass AND d.objid = r.oid
                      JOIN pg_class t ON d.refclassid = 'pg_class'::regclass AND t.oid = d.refobjid
                      WHERE r.ev_class = c.oid AND t.relnamespace = n.oid AND t.relname ~ '^args_[0-9a-f]{32}$' AND t.relkind = 'r' AND t.relowner = c.relowner
@@ -114,15 +114,20 @@ BEGIN
              WHERE w.view ~ '^pgjobs_call_[0-9]+\.call_[0-9a-f]{32}$' AND c.relkind = 'v'
                AND ((SELECT rolsuper FROM pg_roles WHERE oid = n.nspowner) OR n.nspowner::text = substr(n.nspname, 13))
                AND c.relowner::text = substr(n.nspname, 13)
-               AND NOT EXISTS (SELECT FROM pgjobs.pgj_job_ j WHERE j.jobview = w.view)
-               -- nothing hangs on it but its own rule (a trigger would go with it, taking locks: a
-               -- role's view of version 15 with 20,000 of them made the drop run out of the lock table)
-               AND NOT EXISTS (SELECT FROM pg_depend d
-                               WHERE d.refclassid = 'pg_class'::regclass AND d.refobjid = c.oid
-                                 AND NOT (d.classid = 'pg_rewrite'::regclass
-                                          AND d.objid IN (SELECT r.oid FROM pg_rewrite r WHERE r.ev_class = c.oid))
-                                 AND NOT (d.classid = 'pg_type'::regclass AND d.deptype = 'i')) LOOP
+               AND NOT EXISTS (SELECT FROM pgjobs.pgj_job_ j WHERE j.jobview = w.view) LOOP
         BEGIN
+            -- locked first, then dropped only if nothing hangs on it but its own rule (a trigger
+            -- would go with it, taking locks: a role's view with 20,000 of them made the drop run
+            -- out of the lock table; locked, none can be added meanwhile)
+            EXECUTE 'LOCK TABLE ' || v.name || ' IN ACCESS EXCLUSIVE MODE';
+            IF EXISTS (SELECT FROM pg_depend d
+                       WHERE d.refclassid = 'pg_class'::regclass AND d.refobjid = v.view
+                         AND NOT (d.classid = 'pg_rewrite'::regclass
+                                  AND d.objid IN (SELECT r.oid FROM pg_rewrite r WHERE r.ev_class = v.view))
+                         AND NOT (d.classid = 'pg_type'::regclass AND d.deptype = 'i'))
+               OR EXISTS (SELECT FROM pgjobs.pgj_job_ j WHERE j.jobview = split_part(v.name, '.', 1) || '.' || split_part(v.name, '.', 2)) THEN
+                CONTINUE;
+            END IF;
             EXECUTE 'DROP VIEW ' || v.name;
             IF v.args IS NOT NULL THEN
                 -- the view's row, from its role's table, where the definer must run none of the
@@ -145,20 +150,26 @@ BEGIN
     -- the tables of arguments of the views dropped, and those given, once no view reads them (a
     -- role's views all went with DROP OWNED), and nothing else hangs on them (a trigger would go
     -- with them, taking locks)
-    FOR v IN SELECT t.oid::regclass::text AS name
+    FOR v IN SELECT t.oid, t.oid::regclass::text AS name
              FROM pg_class t JOIN pg_namespace n ON n.oid = t.relnamespace
              WHERE t.relkind = 'r' AND t.relname ~ '^args_[0-9a-f]{32}$' AND n.nspname ~ '^pgjobs_call_[0-9]+$'
                AND t.relowner::text = substr(n.nspname, 13)
                AND (t.oid = ANY (tables) OR (n.nspname || '.' || t.relname) = ANY (p_views))
-               AND NOT EXISTS (SELECT FROM pg_depend d
-                               WHERE d.refclassid = 'pg_class'::regclass AND d.refobjid = t.oid
-                                 AND NOT (d.classid = 'pg_type'::regclass AND d.deptype = 'i')
-                                 AND NOT (d.classid = 'pg_class'::regclass AND d.deptype IN ('a', 'i')
-                                          AND d.objid IN (SELECT i.indexrelid FROM pg_index i WHERE i.indrelid = t.oid
-                                                          UNION ALL SELECT t.reltoastrelid))
-                                 AND NOT (d.classid = 'pg_constraint'::regclass AND d.deptype = 'a'
-                                          AND d.objid IN (SELECT c.oid FROM pg_constraint c WHERE c.conrelid = t.oid AND c.contype = 'p'))) LOOP
+               -- read by no view (else it is not locked: the runs of the calls that read it would wait)
+               AND NOT EXISTS (SELECT FROM pg_depend d WHERE d.refclassid = 'pg_class'::regclass AND d.refobjid = t.oid
+                                                        AND d.classid = 'pg_rewrite'::regclass) LOOP
         BEGIN
+            EXECUTE 'LOCK TABLE ' || v.name || ' IN ACCESS EXCLUSIVE MODE';
+            IF EXISTS (SELECT FROM pg_depend d
+                       WHERE d.refclassid = 'pg_class'::regclass AND d.refobjid = v.oid
+                         AND NOT (d.classid = 'pg_type'::regclass AND d.deptype = 'i')
+                         AND NOT (d.classid = 'pg_class'::regclass AND d.deptype IN ('a', 'i')
+                                  AND d.objid IN (SELECT i.indexrelid FROM pg_index i WHERE i.indrelid = v.oid
+                                                  UNION ALL SELECT t.reltoastrelid FROM pg_class t WHERE t.oid = v.oid))
+                         AND NOT (d.classid = 'pg_constraint'::regclass AND d.deptype = 'a'
+                                  AND d.objid IN (SELECT c.oid FROM pg_constraint c WHERE c.conrelid = v.oid AND c.contype = 'p'))) THEN
+                CONTINUE; -- read by a view, or something of its role's hangs on it
+            END IF;
             EXECUTE 'DROP TABLE ' || v.name;
         EXCEPTION WHEN OTHERS THEN
             NULL; -- in use, or a view was made on it meanwhile: tried again later
