@@ -87,8 +87,13 @@ func TestArgumentsAreKeptAsValues(t *testing.T) {
 	if n, err := sqlschema.CallViewsDrop(ctx, super, orphans); err != nil || n != 1 || queryString(t, super, "SELECT (to_regclass($1) IS NULL)::text", rawTable) != "true" {
 		t.Fatalf("drop: %d, %v", n, err)
 	}
-	if got := queryString(t, super, "SELECT string_agg(a2, ',') FROM "+table); got != "n3w" {
+	if got := queryString(t, super, "SELECT string_agg(a2, ',' ORDER BY a2) FROM "+table); got != "n3w,s3cret" {
 		t.Fatalf("arguments left after the drop: %s", got)
+	}
+	// the row of the former call goes at alice's next call, as alice
+	mustExec(t, aliceConn, "SELECT pgj_create_job('Bare2', 'off_line()', null, null)")
+	if got := queryString(t, super, "SELECT string_agg(a2, ',') FROM "+table); got != "n3w" {
+		t.Fatalf("arguments left after alice's next call: %s", got)
 	}
 	mustExec(t, super, "SELECT pgj_drop_job(name) FROM pgj_jobs WHERE owner = '"+alice+"'; DROP OWNED BY "+pgx.Identifier{alice}.Sanitize())
 	if orphans, err = sqlschema.CallViewsOrphaned(ctx, super); err != nil || strings.Join(orphans, " ") != schema {
@@ -130,58 +135,63 @@ func TestArgumentsRunNoCodeAsTheSuperuser(t *testing.T) {
 	}
 	mustExec(t, super, "DELETE FROM public.seen")
 
-	// A trigger of alice's on her table keeps the agent from deleting the former call's row.
+	// The agent reads, writes and plans no query over alice's table: a trigger of hers, and an
+	// expression of a statistics object of hers, which the planner folds (the second attacker
+	// review of version 16 made her superuser both ways), never run as the superuser. The row of
+	// her former call goes at her next call, as alice.
 	mustExec(t, aliceConn, `CREATE FUNCTION alices.t() RETURNS trigger LANGUAGE plpgsql AS $$
 			BEGIN INSERT INTO public.seen VALUES (current_user, TG_OP); RETURN OLD; END $$;
+		CREATE FUNCTION alices.folded(t text) RETURNS text LANGUAGE plpgsql IMMUTABLE AS $$
+			BEGIN PERFORM alices.note(); RETURN t; END $$;
 		CREATE TRIGGER t BEFORE DELETE ON `+table+` FOR EACH ROW EXECUTE FUNCTION alices.t();
+		CREATE STATISTICS alices.folded ON (id || alices.folded('x')), id FROM `+table+`;
 		SELECT pgj_update_job('R', null, 'alices.job(''[2,6)'')', null)`)
 	if n, err := sqlschema.CallViewsDrop(ctx, super, []string{r.view}); err != nil || n != 1 {
 		t.Fatalf("drop: %d, %v", n, err)
 	}
-	if got := queryString(t, super, "SELECT count(*)::text FROM public.seen"); got != "0" {
-		t.Fatalf("alice's trigger ran: %s times", got)
+	former := strings.TrimPrefix(r.view, strings.Split(r.view, ".")[0]+".call_")
+	// (counted by alice: a superuser's own query on her table would fold her expression as the superuser)
+	if got := queryString(t, aliceConn, "SELECT count(*)::text FROM "+table+" WHERE id = $1", former); got != "1" {
+		t.Fatalf("the former call's row after the agent's drop: %s left", got)
 	}
-	if got := queryString(t, super, "SELECT count(*)::text FROM "+table+" WHERE id = $1", strings.TrimPrefix(r.view, strings.Split(r.view, ".")[0]+".call_")); got != "1" {
-		t.Fatalf("the former call's row under alice's trigger: %s left", got)
+	mustExec(t, aliceConn, "SELECT pgj_create_job('R2', 'alices.job(''[3,7)'')', null, null)")
+	if got := queryString(t, aliceConn, "SELECT count(*)::text FROM "+table+" WHERE id = $1", former); got != "0" {
+		t.Fatalf("the former call's row after alice's next call: %s left", got)
+	}
+	if got := queryString(t, super, "SELECT coalesce(string_agg(DISTINCT who || ' ' || what, ','), '') FROM public.seen WHERE who <> $1 OR what = 'DELETE'", alice); got != alice+" DELETE" {
+		t.Fatalf("alice's code ran as: %s", got)
 	}
 
 	// bob's call view, pinned by OID through the internal function: refused.
 	mustExec(t, cluster.ConnectAs(t, db, bob), "SELECT pgj_create_job('Bobs', 'off_line()', null, null)")
 	bobs := readBoundJob(t, super, "Bobs").view
-	wantError(t, aliceConn, "BEGIN; CREATE TEMPORARY TABLE pin (a1 regclass); INSERT INTO pin VALUES ('"+
-		queryString(t, super, "SELECT $1::regclass::oid::text", bobs)+"'); "+
-		"SELECT pgjobs.pgj_stamp_(), pgjobs.pgj_call_store_('pgj_create_job', 'pg_catalog.pg_relation_size(regclass)'::regprocedure, '{NULL}', false, "+
-		"ARRAY['regclass'::regtype::oid], 'pg_temp.pin'::regclass)", "42501", "names an object of a call schema")
-	mustExec(t, aliceConn, "ROLLBACK")
+	wantError(t, aliceConn, "SELECT pgjobs.pgj_stamp_(), pgjobs.pgj_call_store_('pgj_create_job', 'pg_catalog.pg_relation_size(regclass)'::regprocedure, '{NULL}', false, "+
+		"ARRAY['regclass'::regtype::oid], ARRAY["+queryString(t, super, "SELECT $1::regclass::oid::text", bobs)+"]::oid[])", "42501", "names an object of a call schema")
 }
 
-// TestStoredArgumentsAreChecked: pgj_call_store_, called directly, keeps only values its caller
-// evaluated in a temporary table of its own, of the types it names; reg* values in an array are
-// refused (they would be kept unpinned, and keep pg_upgrade from running).
+// TestStoredArgumentsAreChecked: pgj_call_store_, called directly, makes a view only of a
+// function its caller may execute, of argument types it may use, definite and lasting, and of as
+// many names and reg* values as types.
 func TestStoredArgumentsAreChecked(t *testing.T) {
 	t.Parallel()
 	db, super := apiDatabase(t)
 	alice := cluster.NewRole(t, "alice", db)
-	mustExec(t, super, "CREATE FUNCTION public.take(x text) RETURNS void LANGUAGE sql AS ''; CREATE FUNCTION public.tables(x regclass[]) RETURNS void LANGUAGE sql AS ''")
+	mustExec(t, super, `CREATE FUNCTION public.take(x text) RETURNS void LANGUAGE sql AS '';
+		CREATE FUNCTION public.secret(x text) RETURNS void LANGUAGE sql AS ''; REVOKE EXECUTE ON FUNCTION public.secret(text) FROM PUBLIC`)
 	aliceConn := cluster.ConnectAs(t, db, alice)
-	mustExec(t, super, "CREATE TABLE public.bobs (a1 text); INSERT INTO public.bobs VALUES ('not hers'); GRANT SELECT ON public.bobs TO PUBLIC")
-	store := "SELECT pgjobs.pgj_stamp_(), pgjobs.pgj_call_store_('pgj_create_job', 'public.take(text)'::regprocedure, '{NULL}', false, ARRAY['text'::regtype::oid], %s)"
-	for _, c := range []struct{ staged, code, text string }{
-		{"'public.bobs'::regclass", "22023", "the arguments are not in a temporary table of role " + alice},
-		{"NULL", "22023", "the arguments are not in a temporary table of role " + alice},
-		{"'pg_temp.two'::regclass", "22023", "2 rows of arguments, not one"},
+	for _, c := range []struct{ function, types, regs, code, text string }{
+		{"public.secret(text)", "ARRAY['text'::regtype::oid]", "'{NULL}'", "42501", "is none the caller may execute"},
+		{"public.take(text)", "ARRAY['text'::regtype::oid]", "'{}'", "22023", "1 argument types but 1 names and 0 reg* values"},
+		{"public.take(text)", "ARRAY['anyelement'::regtype::oid]", "'{NULL}'", "22023", "an argument of type anyelement cannot be kept"},
+		{"public.take(text)", "ARRAY['aclitem'::regtype::oid]", "'{NULL}'", "22023", "an argument of type aclitem cannot be kept"},
 	} {
-		_, err := aliceConn.Exec(context.Background(), "BEGIN; CREATE TEMPORARY TABLE two (a1 text); INSERT INTO two VALUES ('a'), ('b'); "+strings.Replace(store, "%s", c.staged, 1))
+		_, err := aliceConn.Exec(context.Background(), "SELECT pgjobs.pgj_stamp_(), pgjobs.pgj_call_store_('pgj_create_job', '"+c.function+
+			"'::regprocedure, '{NULL}', false, "+c.types+", "+c.regs+")")
 		var pgErr *pgconn.PgError
 		if !errors.As(err, &pgErr) || pgErr.Code != c.code || !strings.Contains(pgErr.Message, c.text) {
-			t.Errorf("store from %s: %v, want %s %q", c.staged, err, c.code, c.text)
+			t.Errorf("store of %s %s %s: %v, want %s %q", c.function, c.types, c.regs, err, c.code, c.text)
 		}
-		mustExec(t, aliceConn, "ROLLBACK")
 	}
-	wantError(t, aliceConn, "BEGIN; CREATE TEMPORARY TABLE arr (a1 regclass[]); INSERT INTO arr VALUES ('{pg_class}'); "+
-		"SELECT pgjobs.pgj_stamp_(), pgjobs.pgj_call_store_('pgj_create_job', 'public.tables(regclass[])'::regprocedure, '{NULL}', false, "+
-		"ARRAY['regclass[]'::regtype::oid], 'pg_temp.arr'::regclass)", "22023", "argument 1 of type regclass[] holds reg* values in an array")
-	mustExec(t, aliceConn, "ROLLBACK")
 }
 
 // TestUpgradeToHiddenArguments: the upgrade to version 16 gives each call schema of version 15 to

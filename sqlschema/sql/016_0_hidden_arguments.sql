@@ -98,6 +98,18 @@ AS $$
                 'regnamespace'::regtype, 'regrole'::regtype, to_regtype('regcollation'))
 $$;
 
+-- pgj_type_holds_reg_ tells whether values of type p_type hold reg* values inside an array, a row
+-- or a range (pgj_type_reg_), walking only the types that may hold others (a walk costs 0.5 ms).
+CREATE FUNCTION pgjobs.pgj_type_holds_reg_(p_type oid) RETURNS boolean
+LANGUAGE sql STABLE
+SET search_path = pg_catalog, pg_temp
+AS $$
+    SELECT EXISTS (SELECT FROM pg_type ty WHERE ty.oid = p_type
+                     AND (ty.typtype IN ('d', 'c', 'r', 'm') OR ty.typelem <> 0 AND ty.typlen = -1))
+       AND pgjobs.pgj_type_regbase_(p_type) IS NULL
+       AND EXISTS (SELECT FROM pgjobs.pgj_type_reg_(p_type) r WHERE r.leaf IS NOT NULL OR r.inside)
+$$;
+
 -- pgj_call_reg_refused_ says why a reg* value, OID p_oid of reg* type p_type, may not be kept in a
 -- view of role p_role's call (which pins the object: it cannot be dropped without CASCADE), or
 -- NULL: the object must exist, and be in a schema p_role may use, no temporary one and no call

@@ -3,18 +3,19 @@
 SET LOCAL search_path = pg_catalog, pg_temp;
 
 -- pgj_call_store_ makes the view of a call of function p_funcoid, for the caller (the stamp says
--- who calls), in its call schema, and returns its name (pgjobs_call_<role OID>.call_<32 hex>). The
--- arguments are the one row of p_staged, a temporary table of the caller's, in this session, whose
--- columns a1, a2, ... are of types p_types: the caller made it, evaluating the arguments (their
--- input functions, casts and domain checks ran as the caller). Each argument is passed by name
--- p_names[i] (NULL: by position), the last one VARIADIC if p_variadic. A reg* value goes into the
--- view itself, by OID (the caller must be allowed to look the object up by name); the others are
--- read from table args (args_<md5 of their types>, made when missing), the caller's, where the
--- caller then copies them (columns copied of p_staged, same types: no code runs) in a row keyed by
--- the view's hex: only superusers and the caller read it. The view is the caller's. The definer
--- reads p_staged but writes into no table of the caller's (its triggers would run as the definer).
+-- who calls), in its call schema, and returns its name (pgjobs_call_<role OID>.call_<32 hex>),
+-- the table it reads its arguments from and the columns of the caller's evaluated arguments that
+-- go there. Argument i is of type p_types[i] and passed by name p_names[i] (NULL: by position),
+-- the last one VARIADIC if p_variadic. A reg* argument goes into the view itself, by OID
+-- (p_regs[i]: the caller must be allowed to look the object up by name); one that holds reg*
+-- values in an array, a row or a range only as a NULL. The others are read from table args
+-- (args_<md5 of their types>, made when missing and given to the caller), where the caller then
+-- copies them in a row keyed by the view's hex: only superusers and the caller read it. The view
+-- is the caller's. The definer reads, writes and plans no query over any table of the caller's:
+-- its triggers, and the expressions of its statistics objects, which the planner folds, would run
+-- as the definer (the attacker review of version 16 made a role superuser both ways).
 CREATE FUNCTION pgjobs.pgj_call_store_(p_function text, p_funcoid oid, p_names text[], p_variadic boolean,
-    p_types oid[], p_staged oid, OUT view text, OUT args text, OUT copied text)
+    p_types oid[], p_regs oid[], OUT view text, OUT args text, OUT copied text)
 LANGUAGE plpgsql SECURITY DEFINER
 SET search_path = pg_catalog, pg_temp
 AS $$
@@ -24,16 +25,13 @@ DECLARE
     hex text := replace(gen_random_uuid()::text, '-', '');
     schema text;
     fn text;
-    staged text;
     stray text;
     reg regtype;
-    value text;
     exprs text[] := '{}';
     copies text[] := '{}';
     kept oid[] := '{}';
     tab text;
     made oid;
-    rows bigint;
     body text;
     refused text;
     i int;
@@ -44,8 +42,9 @@ BEGIN
         RAISE EXCEPTION '%: function % is none the caller may execute', p_function, p_funcoid
             USING ERRCODE = 'insufficient_privilege', HINT = 'call the public pgj_* function, not the internal one';
     END IF;
-    IF coalesce(cardinality(p_names), 0) <> n THEN
-        RAISE EXCEPTION '%: % argument types but % names', p_function, n, coalesce(cardinality(p_names), 0)
+    IF coalesce(cardinality(p_names), 0) <> n OR coalesce(cardinality(p_regs), 0) <> n THEN
+        RAISE EXCEPTION '%: % argument types but % names and % reg* values', p_function, n,
+            coalesce(cardinality(p_names), 0), coalesce(cardinality(p_regs), 0)
             USING ERRCODE = 'invalid_parameter_value';
     END IF;
     SELECT string_agg(coalesce(format_type(t.t, NULL), t.t::text), ', ') INTO stray
@@ -59,46 +58,20 @@ BEGIN
             p_function, stray, pg_get_userbyid(caller)
             USING ERRCODE = 'invalid_parameter_value', HINT = 'pass values of definite, lasting types';
     END IF;
-    IF n > 0 THEN
-        SELECT quote_ident(ns.nspname) || '.' || quote_ident(c.relname) INTO staged
-        FROM pg_class c JOIN pg_namespace ns ON ns.oid = c.relnamespace
-        WHERE c.oid = p_staged AND c.relkind = 'r' AND c.relpersistence = 't' AND c.relnamespace = pg_my_temp_schema()
-          AND c.relowner = caller AND NOT c.relrowsecurity
-          AND ARRAY(SELECT a.atttypid FROM pg_attribute a WHERE a.attrelid = c.oid AND a.attnum > 0 AND NOT a.attisdropped ORDER BY a.attnum) = p_types
-          AND ARRAY(SELECT a.attname::text FROM pg_attribute a WHERE a.attrelid = c.oid AND a.attnum > 0 AND NOT a.attisdropped ORDER BY a.attnum)
-              = ARRAY(SELECT 'a' || g FROM generate_series(1, n) g);
-        IF staged IS NULL THEN
-            RAISE EXCEPTION '%: the arguments are not in a temporary table of role % made in this session, of columns a1 to a% of their types',
-                p_function, pg_get_userbyid(caller), n
-                USING ERRCODE = 'invalid_parameter_value', HINT = 'call the public pgj_* function, not the internal one';
-        END IF;
-        EXECUTE 'SELECT count(*) FROM ONLY ' || staged INTO rows;
-        IF rows <> 1 THEN
-            RAISE EXCEPTION '%: % rows of arguments, not one', p_function, rows USING ERRCODE = 'invalid_parameter_value';
-        END IF;
-    END IF;
     schema := pgjobs.pgj_call_space_(p_function, caller);
     FOR i IN 1 .. n LOOP
         reg := pgjobs.pgj_type_regbase_(p_types[i]);
         IF reg IS NOT NULL THEN
-            EXECUTE format('SELECT (a%s)::pg_catalog.oid::pg_catalog.text FROM ONLY %s', i, staged) INTO value;
-            refused := pgjobs.pgj_call_reg_refused_(caller, reg, value::oid);
+            refused := pgjobs.pgj_call_reg_refused_(caller, reg, p_regs[i]);
             IF refused IS NOT NULL THEN
-                RAISE EXCEPTION '%: argument % (%, OID %) %', p_function, i, reg, value, refused
+                RAISE EXCEPTION '%: argument % (%, OID %) %', p_function, i, reg, p_regs[i], refused
                     USING ERRCODE = 'insufficient_privilege', HINT = 'pass an object the role may look up by name';
             END IF;
-            exprs := exprs || (coalesce(quote_literal(value), 'NULL') || '::pg_catalog.' || reg::text);
-        ELSIF EXISTS (SELECT FROM pg_type ty WHERE ty.oid = p_types[i] -- what may hold other types (a walk costs 0.5 ms)
-                        AND (ty.typtype IN ('d', 'c', 'r', 'm') OR ty.typelem <> 0 AND ty.typlen = -1))
-              AND EXISTS (SELECT FROM pgjobs.pgj_type_reg_(p_types[i]) r WHERE r.leaf IS NOT NULL OR r.inside) THEN
+            exprs := exprs || (coalesce(quote_literal(p_regs[i]::text), 'NULL') || '::pg_catalog.' || reg::text);
+        ELSIF pgjobs.pgj_type_holds_reg_(p_types[i]) THEN
             -- reg* values inside an array, a row or a range would go into the table unpinned (and
-            -- such a table keeps pg_upgrade from running): only a NULL is kept, in the view
-            EXECUTE format('SELECT a%s IS NULL FROM ONLY %s', i, staged) INTO value;
-            IF value <> 'true' THEN
-                RAISE EXCEPTION '%: argument % of type % holds reg* values in an array, a row or a range, which cannot be kept',
-                    p_function, i, format_type(p_types[i], NULL)
-                    USING ERRCODE = 'invalid_parameter_value', HINT = 'pass the names as text[] to a text[] parameter';
-            END IF;
+            -- such a table keeps pg_upgrade from running): only a NULL is kept, in the view (the
+            -- caller checked that it is one)
             exprs := exprs || ('NULL::' || format_type(p_types[i], -1));
         ELSE
             kept := kept || p_types[i];
@@ -143,7 +116,9 @@ BEGIN
         IF NOT EXISTS (SELECT FROM pg_class c
                        WHERE c.oid = args::regclass AND c.relkind = 'r' AND c.relowner = caller
                          AND ARRAY(SELECT a.atttypid FROM pg_attribute a WHERE a.attrelid = c.oid AND a.attnum > 0 AND NOT a.attisdropped ORDER BY a.attnum)
-                             = 'text'::regtype::oid || kept) THEN
+                             = 'text'::regtype::oid || kept
+                         AND ARRAY(SELECT a.attname::text FROM pg_attribute a WHERE a.attrelid = c.oid AND a.attnum > 0 AND NOT a.attisdropped ORDER BY a.attnum)
+                             = 'id'::text || ARRAY(SELECT 'a' || g FROM generate_series(1, cardinality(kept)) g)) THEN
             RAISE EXCEPTION '%: % is not a table of role %''s call arguments as pgjobs makes them', p_function, args, pg_get_userbyid(caller)
                 USING ERRCODE = 'object_not_in_prerequisite_state', HINT = 'drop it (its owner may): pgjobs makes it again';
         END IF;
@@ -184,6 +159,10 @@ DECLARE
     staged text := 'pg_temp.pgj_staged_' || hex;
     split record;
     stored record;
+    gone record;
+    reg oid;
+    regs oid[] := '{}';
+    held boolean;
     cols text[] := '{}';
     types oid[];
     saved text[];
@@ -243,15 +222,44 @@ BEGIN
         PERFORM set_config('search_path', p_path, true);
         EXECUTE 'CREATE TEMPORARY TABLE ' || staged || ' AS SELECT * FROM ' || given;
         PERFORM set_config('search_path', 'pg_catalog, pg_temp', true);
+        -- the reg* values, which go into the view by OID; held in an array, a row or a range,
+        -- only a NULL may be kept
+        FOR i IN 1 .. cardinality(types) LOOP
+            reg := NULL;
+            IF pgjobs.pgj_type_regbase_(types[i]) IS NOT NULL THEN
+                EXECUTE format('SELECT (a%s)::pg_catalog.oid FROM ONLY %s', i, staged) INTO reg;
+            ELSIF pgjobs.pgj_type_holds_reg_(types[i]) THEN
+                EXECUTE format('SELECT a%s IS NULL FROM ONLY %s', i, staged) INTO held;
+                IF NOT held THEN
+                    RAISE EXCEPTION '%: argument % (function call) %: argument % of type % holds reg* values in an array, a row or a range, which cannot be kept',
+                        p_function, p_argno, quote_literal(left(checked, 200)), i, format_type(types[i], NULL)
+                        USING ERRCODE = 'invalid_parameter_value', HINT = 'pass the names as text[] to a text[] parameter';
+                END IF;
+            END IF;
+            regs := regs || reg;
+        END LOOP;
     END IF;
     PERFORM pgjobs.pgj_stamp_();
-    SELECT s.view, s.args, s.copied INTO stored FROM pgjobs.pgj_call_store_(p_function, funcoid, split.names, split.last_variadic, types, to_regclass(staged)) s;
+    SELECT s.view, s.args, s.copied INTO stored FROM pgjobs.pgj_call_store_(p_function, funcoid, split.names, split.last_variadic, types, regs) s;
     view := stored.view;
     IF stored.args IS NOT NULL THEN
         -- the arguments go into the caller's table as the caller (the same types: no code runs but
         -- the caller's own triggers)
         EXECUTE format('INSERT INTO %s SELECT %L, %s FROM ONLY %s', stored.args, split_part(view, '.call_', 2), stored.copied, staged);
     END IF;
+    -- the rows of the caller's former calls' views the agent dropped since its last call, which
+    -- the agent may not delete (it would run the caller's code): deleted as the caller
+    PERFORM pgjobs.pgj_stamp_();
+    FOR gone IN SELECT g.tab, g.ids, format('%I.%I', n.nspname, c.relname) AS name
+                FROM pgjobs.pgj_call_gone_take_(p_function) g
+                JOIN pg_class c ON c.oid = g.tab JOIN pg_namespace n ON n.oid = c.relnamespace
+                WHERE c.relowner = (SELECT oid FROM pg_roles WHERE rolname = current_user) AND c.relkind = 'r' LOOP
+        BEGIN
+            EXECUTE format('DELETE FROM ONLY %s WHERE id = ANY ($1)', gone.name) USING gone.ids;
+        EXCEPTION WHEN OTHERS THEN
+            RAISE WARNING '%: the arguments of % former calls in table % stay: %', p_function, cardinality(gone.ids), gone.name, SQLERRM;
+        END;
+    END LOOP;
     EXECUTE 'DROP VIEW ' || probe;
     IF cardinality(types) > 0 THEN
         EXECUTE 'DROP TABLE ' || staged;

@@ -78,6 +78,32 @@ BEGIN
 END
 $$;
 
+-- The rows of arguments of the views the agent dropped, which their roles delete at their next
+-- call (pgj_call_gone_take_): the agent may read, write or plan no query over a role's table,
+-- whose triggers, and the expressions of its statistics objects, would run as the definer.
+CREATE TABLE pgjobs.pgj_call_gone_ (
+    goneowner oid NOT NULL,
+    gonetable oid NOT NULL,
+    goneid text COLLATE "C" NOT NULL,
+    PRIMARY KEY (goneowner, gonetable, goneid)
+);
+REVOKE ALL ON pgjobs.pgj_call_gone_ FROM PUBLIC;
+
+-- pgj_call_gone_take_ returns, and forgets, the rows of the caller's tables of arguments (the
+-- stamp says who calls) whose views the agent dropped: the caller deletes them.
+CREATE FUNCTION pgjobs.pgj_call_gone_take_(p_function text, OUT tab oid, OUT ids text[]) RETURNS SETOF record
+LANGUAGE plpgsql SECURITY DEFINER
+SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+    caller oid := pgjobs.pgj_caller_take_(p_function);
+BEGIN
+    RETURN QUERY
+    WITH taken AS (DELETE FROM pgjobs.pgj_call_gone_ WHERE goneowner = caller RETURNING gonetable, goneid)
+    SELECT gonetable, array_agg(goneid) FROM taken GROUP BY gonetable;
+END
+$$;
+
 -- pgj_call_views_drop_ drops those of views p_views (which the agent found no job used, a while
 -- before) that no job uses now, at most 200, with their rows of arguments, then the tables of
 -- arguments no view reads (theirs, and those p_views names: pgjobs_call_<OID>.args_<hex>), then
@@ -103,7 +129,7 @@ BEGIN
         RAISE EXCEPTION 'pgj_call_views_drop_: % views given, at most 200 at a time', cardinality(p_views)
             USING ERRCODE = 'program_limit_exceeded';
     END IF;
-    FOR v IN SELECT quote_ident(n.nspname) || '.' || quote_ident(c.relname) AS name, c.oid AS view, substr(c.relname, 6) AS hex,
+    FOR v IN SELECT quote_ident(n.nspname) || '.' || quote_ident(c.relname) AS name, c.oid AS view, c.relowner AS owner, substr(c.relname, 6) AS hex,
                     (SELECT t.oid FROM pg_depend d JOIN pg_rewrite r ON d.classid = 'pg_rewrite'::regclass AND d.objid = r.oid
                      JOIN pg_class t ON d.refclassid = 'pg_class'::regclass AND t.oid = d.refobjid
                      WHERE r.ev_class = c.oid AND t.relnamespace = n.oid AND t.relname ~ '^args_[0-9a-f]{32}$' AND t.relkind = 'r' AND t.relowner = c.relowner
@@ -130,16 +156,8 @@ BEGIN
             END IF;
             EXECUTE 'DROP VIEW ' || v.name;
             IF v.args IS NOT NULL THEN
-                -- the view's row, from its role's table, where the definer must run none of the
-                -- role's code: locked first (no trigger, rule or index can be added meanwhile),
-                -- then only if it has none but the index of its key
-                EXECUTE format('LOCK TABLE %s IN ROW EXCLUSIVE MODE', v.args::regclass);
-                IF NOT EXISTS (SELECT FROM pg_trigger WHERE tgrelid = v.args)
-                   AND NOT EXISTS (SELECT FROM pg_rewrite WHERE ev_class = v.args)
-                   AND NOT EXISTS (SELECT FROM pg_index WHERE indrelid = v.args
-                                   AND NOT (indisprimary AND indkey::text = '1' AND indexprs IS NULL AND indpred IS NULL)) THEN
-                    EXECUTE format('DELETE FROM ONLY %s WHERE id OPERATOR(pg_catalog.=) $1', v.args::regclass) USING v.hex;
-                END IF;
+                -- the view's row: its role deletes it at its next call
+                INSERT INTO pgjobs.pgj_call_gone_ VALUES (v.owner, v.args, v.hex) ON CONFLICT DO NOTHING;
                 tables := tables || v.args;
             END IF;
             dropped := dropped + 1;
@@ -171,6 +189,7 @@ BEGIN
                 CONTINUE; -- read by a view, or something of its role's hangs on it
             END IF;
             EXECUTE 'DROP TABLE ' || v.name;
+            DELETE FROM pgjobs.pgj_call_gone_ WHERE gonetable = v.oid;
         EXCEPTION WHEN OTHERS THEN
             NULL; -- in use, or a view was made on it meanwhile: tried again later
         END;
@@ -187,6 +206,8 @@ BEGIN
             NULL; -- something else is in it, or it is in use
         END;
     END LOOP;
+    -- the rows of tables dropped otherwise (DROP OWNED BY)
+    DELETE FROM pgjobs.pgj_call_gone_ g WHERE NOT EXISTS (SELECT FROM pg_class c WHERE c.oid = g.gonetable);
     RETURN dropped;
 END
 $$;
@@ -216,8 +237,10 @@ END
 $$;
 
 REVOKE ALL ON FUNCTION pgjobs.pgj_call_acl_clear_(text, text, aclitem[], oid), pgjobs.pgj_call_space_(text, oid),
-    pgjobs.pgj_type_regbase_(oid), pgjobs.pgj_call_args_(text, text, oid),
-    pgjobs.pgj_call_store_(text, oid, text[], boolean, oid[], oid) FROM PUBLIC;
--- called by pgj_call_bind_, as the caller (the definer takes the caller's stamp)
-GRANT EXECUTE ON FUNCTION pgjobs.pgj_call_args_(text, text, oid),
-    pgjobs.pgj_call_store_(text, oid, text[], boolean, oid[], oid) TO PUBLIC;
+    pgjobs.pgj_type_regbase_(oid), pgjobs.pgj_type_holds_reg_(oid), pgjobs.pgj_call_reg_refused_(oid, regtype, oid),
+    pgjobs.pgj_call_args_(text, text, oid), pgjobs.pgj_call_store_(text, oid, text[], boolean, oid[], oid[]),
+    pgjobs.pgj_call_gone_take_(text) FROM PUBLIC;
+-- called by pgj_call_bind_, as the caller (the definers take the caller's stamp); they read
+-- catalogs only, but pgj_type_reg_ (version 14), which pgj_type_holds_reg_ calls
+GRANT EXECUTE ON FUNCTION pgjobs.pgj_call_args_(text, text, oid), pgjobs.pgj_call_store_(text, oid, text[], boolean, oid[], oid[]),
+    pgjobs.pgj_call_gone_take_(text), pgjobs.pgj_type_regbase_(oid), pgjobs.pgj_type_holds_reg_(oid), pgjobs.pgj_type_reg_(oid) TO PUBLIC;
