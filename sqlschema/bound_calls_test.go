@@ -153,6 +153,13 @@ func TestCallsAreBound(t *testing.T) {
 	if n, err := sqlschema.CallViewsDrop(ctx, super, []string{hung}); err != nil || n != 0 || !exists(hung) {
 		t.Fatalf("drop of a view with a trigger: %d, %v; there: %v", n, err, exists(hung))
 	}
+	// so is one with a rule of its owner's besides its own (the code review of version 16)
+	ruled := schema + ".call_" + strings.Repeat("1", 32)
+	mustExec(t, super, `CREATE VIEW `+ruled+` AS SELECT true AS pgj_call_; ALTER VIEW `+ruled+` OWNER TO `+alice)
+	mustExec(t, aliceConn, `CREATE RULE r AS ON INSERT TO `+ruled+` DO INSTEAD NOTHING`)
+	if n, err := sqlschema.CallViewsDrop(ctx, super, []string{ruled}); err != nil || n != 0 || !exists(ruled) {
+		t.Fatalf("drop of a view with a rule: %d, %v; there: %v", n, err, exists(ruled))
+	}
 	// The guard runs only a view the owner owns: one a superuser gave another role is refused.
 	mustExec(t, super, "ALTER VIEW "+changed.view+" OWNER TO "+pgx.Identifier{bob}.Sanitize())
 	if err := runBound(ctx, aliceConn, changed); err == nil || !strings.Contains(err.Error(), "is no longer one pgjobs made for the job's owner "+alice) {

@@ -162,11 +162,23 @@ func TestArgumentsRunNoCodeAsTheSuperuser(t *testing.T) {
 		t.Fatalf("alice's code ran as: %s", got)
 	}
 
-	// bob's call view, pinned by OID through the internal function: refused.
+	// A rule of alice's that takes the row of her arguments fails her call, saying so: her job
+	// would run nothing.
+	mustExec(t, aliceConn, "CREATE RULE keep AS ON INSERT TO "+table+" DO INSTEAD NOTHING")
+	wantError(t, aliceConn, "SELECT pgj_create_job('R3', 'alices.job(''[4,8)'')', null, null)", "55000", "its arguments were not kept: 0 rows went into "+table)
+
+	// An object pinned by OID through the internal function is refused: a call view, bob's or her
+	// own, and a table of a schema alice may not use.
 	mustExec(t, cluster.ConnectAs(t, db, bob), "SELECT pgj_create_job('Bobs', 'off_line()', null, null)")
-	bobs := readBoundJob(t, super, "Bobs").view
-	wantError(t, aliceConn, "SELECT pgjobs.pgj_stamp_(), pgjobs.pgj_call_store_('pgj_create_job', 'pg_catalog.pg_relation_size(regclass)'::regprocedure, '{NULL}', false, "+
-		"ARRAY['regclass'::regtype::oid], ARRAY["+queryString(t, super, "SELECT $1::regclass::oid::text", bobs)+"]::oid[])", "42501", "names an object of a call schema")
+	mustExec(t, super, "CREATE SCHEMA hidden; CREATE TABLE hidden.t (a int)")
+	for view, refusal := range map[string]string{
+		readBoundJob(t, super, "Bobs").view: "names an object of a call schema",
+		readBoundJob(t, super, "R").view:    "names an object of a call schema",
+		"hidden.t":                          "names an object of schema hidden, which role " + alice + " may not use",
+	} {
+		wantError(t, aliceConn, "SELECT pgjobs.pgj_stamp_(), pgjobs.pgj_call_store_('pgj_create_job', 'pg_catalog.pg_relation_size(regclass)'::regprocedure, '{NULL}', false, "+
+			"ARRAY['regclass'::regtype::oid], ARRAY["+queryString(t, super, "SELECT $1::regclass::oid::text", view)+"]::oid[])", "42501", refusal)
+	}
 }
 
 // TestStoredArgumentsAreChecked: pgj_call_store_, called directly, makes a view only of a

@@ -24,5 +24,5 @@ SELECT n.nspname
 FROM pg_namespace n
 WHERE n.nspname ~ '^pgjobs_call_[0-9]+$'
   AND NOT EXISTS (SELECT FROM pgjobs.pgj_job_ j WHERE j.jobownerid::text = substr(n.nspname, 13))
-  AND NOT EXISTS (SELECT FROM pg_class c WHERE c.relnamespace = n.oid)
+  AND NOT EXISTS (SELECT FROM pg_depend d WHERE d.refclassid = 'pg_namespace'::regclass AND d.refobjid = n.oid)
 ORDER BY 1

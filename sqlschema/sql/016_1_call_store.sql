@@ -18,6 +18,8 @@ CREATE FUNCTION pgjobs.pgj_call_store_(p_function text, p_funcoid oid, p_names t
     p_types oid[], p_regs oid[], OUT view text, OUT args text, OUT copied text)
 LANGUAGE plpgsql SECURITY DEFINER
 SET search_path = pg_catalog, pg_temp
+SET default_tablespace = '' -- not the caller's: the table would go where the caller may not create
+SET default_table_access_method = heap
 AS $$
 DECLARE
     caller oid := pgjobs.pgj_caller_take_(p_function);
@@ -86,15 +88,11 @@ BEGIN
         tab := 'args_' || md5(array_to_string(kept, ','));
         args := format('%I.%I', schema, tab);
         FOR attempt IN 1 .. 3 LOOP
-            made := to_regclass(args); -- the catalog as committed now, whatever the isolation
+            made := to_regclass(args); -- the catalog as this session sees it now
             IF made IS NOT NULL THEN
-                BEGIN
-                    -- held to the end: the agent drops a table of arguments no view reads
-                    EXECUTE 'LOCK TABLE ' || args || ' IN ROW EXCLUSIVE MODE';
-                    EXIT;
-                EXCEPTION WHEN undefined_table THEN
-                    NULL; -- dropped meanwhile: made again
-                END;
+                -- not locked here: LOCK TABLE on what its role made a view (PostgreSQL 15 lets it)
+                -- would lock what that view reads, as the definer; the view made below locks it
+                EXIT;
             ELSE
                 BEGIN
                     EXECUTE format('CREATE TABLE %s (id text COLLATE "C" PRIMARY KEY%s)', args,
@@ -125,7 +123,12 @@ BEGIN
         copied := array_to_string(copies, ', ');
         body := body || format(' FROM ONLY %s a WHERE a.id OPERATOR(pg_catalog.=) %L::pg_catalog.text', args, hex);
     END IF;
-    EXECUTE format('CREATE VIEW %I.%I AS ', schema, 'call_' || hex) || body;
+    BEGIN
+        EXECUTE format('CREATE VIEW %I.%I AS ', schema, 'call_' || hex) || body;
+    EXCEPTION WHEN undefined_table THEN -- the agent dropped the table, which no view read, meanwhile
+        RAISE EXCEPTION '%: the table of role %''s call arguments % was dropped by the agent meanwhile', p_function, pg_get_userbyid(caller), args
+            USING ERRCODE = 'serialization_failure', HINT = 'run the transaction again';
+    END;
     EXECUTE format('ALTER VIEW %I.%I OWNER TO %I', schema, 'call_' || hex, pg_get_userbyid(caller));
     PERFORM pgjobs.pgj_call_acl_clear_('TABLE', format('%I.%I', schema, 'call_' || hex), c.relacl, c.relowner)
     FROM pg_class c WHERE c.oid = format('%I.%I', schema, 'call_' || hex)::regclass;
@@ -163,6 +166,7 @@ DECLARE
     reg oid;
     regs oid[] := '{}';
     held boolean;
+    inserted bigint;
     cols text[] := '{}';
     types oid[];
     saved text[];
@@ -246,6 +250,12 @@ BEGIN
         -- the arguments go into the caller's table as the caller (the same types: no code runs but
         -- the caller's own triggers)
         EXECUTE format('INSERT INTO %s SELECT %L, %s FROM ONLY %s', stored.args, split_part(view, '.call_', 2), stored.copied, staged);
+        GET DIAGNOSTICS inserted = ROW_COUNT;
+        IF inserted <> 1 THEN -- a rule of the caller's on its table took the row
+            RAISE EXCEPTION '%: argument % (function call) %: its arguments were not kept: % rows went into %, not one',
+                p_function, p_argno, quote_literal(left(checked, 200)), inserted, stored.args
+                USING ERRCODE = 'object_not_in_prerequisite_state', HINT = 'drop the rules on that table (its owner may)';
+        END IF;
     END IF;
     -- the rows of the caller's former calls' views the agent dropped since its last call, which
     -- the agent may not delete (it would run the caller's code): deleted as the caller

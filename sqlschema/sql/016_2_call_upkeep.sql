@@ -144,12 +144,14 @@ BEGIN
         BEGIN
             -- locked first, then dropped only if nothing hangs on it but its own rule (a trigger
             -- would go with it, taking locks: a role's view with 20,000 of them made the drop run
-            -- out of the lock table; locked, none can be added meanwhile)
-            EXECUTE 'LOCK TABLE ' || v.name || ' IN ACCESS EXCLUSIVE MODE';
+            -- out of the lock table; locked, none can be added meanwhile). LOCK TABLE on a view
+            -- would lock the tables it reads too, holding up the runs of the role's other calls:
+            -- an ALTER VIEW that changes nothing locks the view alone.
+            EXECUTE 'ALTER VIEW ' || v.name || ' ALTER COLUMN pgj_call_ DROP DEFAULT';
             IF EXISTS (SELECT FROM pg_depend d
                        WHERE d.refclassid = 'pg_class'::regclass AND d.refobjid = v.view
-                         AND NOT (d.classid = 'pg_rewrite'::regclass
-                                  AND d.objid IN (SELECT r.oid FROM pg_rewrite r WHERE r.ev_class = v.view))
+                         AND NOT (d.classid = 'pg_rewrite'::regclass -- its own rule, not one its role added
+                                  AND d.objid IN (SELECT r.oid FROM pg_rewrite r WHERE r.ev_class = v.view AND r.rulename = '_RETURN'))
                          AND NOT (d.classid = 'pg_type'::regclass AND d.deptype = 'i'))
                OR EXISTS (SELECT FROM pgjobs.pgj_job_ j WHERE j.jobview = split_part(v.name, '.', 1) || '.' || split_part(v.name, '.', 2)) THEN
                 CONTINUE;
@@ -177,7 +179,9 @@ BEGIN
                AND NOT EXISTS (SELECT FROM pg_depend d WHERE d.refclassid = 'pg_class'::regclass AND d.refobjid = t.oid
                                                         AND d.classid = 'pg_rewrite'::regclass) LOOP
         BEGIN
-            EXECUTE 'LOCK TABLE ' || v.name || ' IN ACCESS EXCLUSIVE MODE';
+            -- locked by an ALTER TABLE that changes nothing: LOCK TABLE on what its role made a view
+            -- (PostgreSQL 15 lets it) would lock what that view reads, as the definer
+            EXECUTE 'ALTER TABLE ONLY ' || v.name || ' ALTER COLUMN id DROP DEFAULT';
             IF EXISTS (SELECT FROM pg_depend d
                        WHERE d.refclassid = 'pg_class'::regclass AND d.refobjid = v.oid
                          AND NOT (d.classid = 'pg_type'::regclass AND d.deptype = 'i')
@@ -199,7 +203,7 @@ BEGIN
              WHERE n.nspname ~ '^pgjobs_call_[0-9]+$'
                AND ((SELECT rolsuper FROM pg_roles WHERE oid = n.nspowner) OR n.nspowner::text = substr(n.nspname, 13))
                AND NOT EXISTS (SELECT FROM pgjobs.pgj_job_ j WHERE j.jobownerid::text = substr(n.nspname, 13))
-               AND NOT EXISTS (SELECT FROM pg_class c WHERE c.relnamespace = n.oid) LOOP
+               AND NOT EXISTS (SELECT FROM pg_depend d WHERE d.refclassid = 'pg_namespace'::regclass AND d.refobjid = n.oid) LOOP
         BEGIN
             EXECUTE 'DROP SCHEMA ' || v.name;
         EXCEPTION WHEN OTHERS THEN
