@@ -162,6 +162,26 @@ func TestArgumentsRunNoCodeAsTheSuperuser(t *testing.T) {
 		t.Fatalf("alice's code ran as: %s", got)
 	}
 
+	// The agent locks a former view alone: one whose rule alice rewrote to read a table another
+	// session holds is dropped all the same (LOCK TABLE on the view would have locked that table
+	// too, as the superuser: the third attacker review of version 16).
+	mustExec(t, super, "CREATE TABLE public.held (a int); GRANT SELECT ON public.held TO PUBLIC")
+	mustExec(t, aliceConn, "SELECT pgj_update_job('R', null, 'alices.job(''[5,9)'')', null)")
+	rewritten := queryString(t, super, "SELECT view FROM pgjobs.pgj_jobs WHERE name = 'R'")
+	mustExec(t, aliceConn, "SELECT pgj_update_job('R', null, 'alices.job(''[6,10)'')', null); "+
+		`CREATE OR REPLACE RULE "_RETURN" AS ON SELECT TO `+rewritten+` DO INSTEAD SELECT true AS pgj_call_ FROM public.held`)
+	holding, err := cluster.Connect(t, db).Begin(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer holding.Rollback(ctx)
+	if _, err := holding.Exec(ctx, "LOCK TABLE public.held IN ACCESS SHARE MODE"); err != nil {
+		t.Fatal(err)
+	}
+	if n, err := sqlschema.CallViewsDrop(ctx, super, []string{rewritten}); err != nil || n != 1 {
+		t.Fatalf("drop of a view whose rule reads a table another session holds: %d, %v", n, err)
+	}
+
 	// A rule of alice's that takes the row of her arguments fails her call, saying so: her job
 	// would run nothing.
 	mustExec(t, aliceConn, "CREATE RULE keep AS ON INSERT TO "+table+" DO INSTEAD NOTHING")

@@ -38,11 +38,15 @@ DECLARE
     refused text;
     i int;
 BEGIN
-    SELECT quote_ident(ns.nspname) || '.' || quote_ident(p.proname) INTO fn
-    FROM pg_proc p JOIN pg_namespace ns ON ns.oid = p.pronamespace WHERE p.oid = p_funcoid AND p.prokind = 'f';
-    IF fn IS NULL OR NOT has_function_privilege(caller, p_funcoid, 'EXECUTE') THEN
+    IF NOT coalesce(has_function_privilege(caller, p_funcoid, 'EXECUTE'), false) THEN
         RAISE EXCEPTION '%: function % is none the caller may execute', p_function, p_funcoid
             USING ERRCODE = 'insufficient_privilege', HINT = 'call the public pgj_* function, not the internal one';
+    END IF;
+    SELECT quote_ident(ns.nspname) || '.' || quote_ident(p.proname) INTO fn
+    FROM pg_proc p JOIN pg_namespace ns ON ns.oid = p.pronamespace WHERE p.oid = p_funcoid AND p.prokind = 'f';
+    IF fn IS NULL THEN -- made after this transaction's snapshot (REPEATABLE READ), or no function
+        RAISE EXCEPTION '%: function % is not one this transaction sees (made after it began?), or not a function', p_function, p_funcoid
+            USING ERRCODE = 'serialization_failure', HINT = 'run the transaction again';
     END IF;
     IF coalesce(cardinality(p_names), 0) <> n OR coalesce(cardinality(p_regs), 0) <> n THEN
         RAISE EXCEPTION '%: % argument types but % names and % reg* values', p_function, n,
@@ -111,8 +115,13 @@ BEGIN
                     USING ERRCODE = 'serialization_failure', HINT = 'run the transaction again';
             END IF;
         END LOOP;
+        made := to_regclass(args);
+        IF made IS NULL OR NOT EXISTS (SELECT FROM pg_class c WHERE c.oid = made) THEN
+            RAISE EXCEPTION '%: the table of role %''s call arguments % was made or dropped by another session meanwhile', p_function, pg_get_userbyid(caller), args
+                USING ERRCODE = 'serialization_failure', HINT = 'run the transaction again';
+        END IF;
         IF NOT EXISTS (SELECT FROM pg_class c
-                       WHERE c.oid = args::regclass AND c.relkind = 'r' AND c.relowner = caller
+                       WHERE c.oid = made AND c.relkind = 'r' AND c.relowner = caller
                          AND ARRAY(SELECT a.atttypid FROM pg_attribute a WHERE a.attrelid = c.oid AND a.attnum > 0 AND NOT a.attisdropped ORDER BY a.attnum)
                              = 'text'::regtype::oid || kept
                          AND ARRAY(SELECT a.attname::text FROM pg_attribute a WHERE a.attrelid = c.oid AND a.attnum > 0 AND NOT a.attisdropped ORDER BY a.attnum)
@@ -261,12 +270,17 @@ BEGIN
     -- the agent may not delete (it would run the caller's code): deleted as the caller
     PERFORM pgjobs.pgj_stamp_();
     FOR gone IN SELECT g.tab, g.ids, format('%I.%I', n.nspname, c.relname) AS name
-                FROM pgjobs.pgj_call_gone_take_(p_function) g
-                JOIN pg_class c ON c.oid = g.tab JOIN pg_namespace n ON n.oid = c.relnamespace
-                WHERE c.relowner = (SELECT oid FROM pg_roles WHERE rolname = current_user) AND c.relkind = 'r' LOOP
+                FROM pgjobs.pgj_call_gone_list_(p_function) g
+                LEFT JOIN pg_class c ON c.oid = g.tab AND c.relkind = 'r'
+                                     AND c.relowner = (SELECT oid FROM pg_roles WHERE rolname = current_user)
+                LEFT JOIN pg_namespace n ON n.oid = c.relnamespace LOOP
         BEGIN
-            EXECUTE format('DELETE FROM ONLY %s WHERE id = ANY ($1)', gone.name) USING gone.ids;
-        EXCEPTION WHEN OTHERS THEN
+            IF gone.name IS NOT NULL THEN
+                EXECUTE format('DELETE FROM ONLY %s WHERE id = ANY ($1)', gone.name) USING gone.ids;
+            END IF;
+            PERFORM pgjobs.pgj_stamp_();
+            PERFORM pgjobs.pgj_call_gone_done_(p_function, gone.tab, gone.ids);
+        EXCEPTION WHEN OTHERS THEN -- kept in the queue: tried again at the caller's next call
             RAISE WARNING '%: the arguments of % former calls in table % stay: %', p_function, cardinality(gone.ids), gone.name, SQLERRM;
         END;
     END LOOP;

@@ -79,7 +79,7 @@ END
 $$;
 
 -- The rows of arguments of the views the agent dropped, which their roles delete at their next
--- call (pgj_call_gone_take_): the agent may read, write or plan no query over a role's table,
+-- call (pgj_call_gone_list_, pgj_call_gone_done_): the agent may read, write or plan no query over a role's table,
 -- whose triggers, and the expressions of its statistics objects, would run as the definer.
 CREATE TABLE pgjobs.pgj_call_gone_ (
     goneowner oid NOT NULL,
@@ -89,18 +89,28 @@ CREATE TABLE pgjobs.pgj_call_gone_ (
 );
 REVOKE ALL ON pgjobs.pgj_call_gone_ FROM PUBLIC;
 
--- pgj_call_gone_take_ returns, and forgets, the rows of the caller's tables of arguments (the
--- stamp says who calls) whose views the agent dropped: the caller deletes them.
-CREATE FUNCTION pgjobs.pgj_call_gone_take_(p_function text, OUT tab oid, OUT ids text[]) RETURNS SETOF record
+-- pgj_call_gone_list_ returns the rows of the caller's tables of arguments (the stamp says who
+-- calls) whose views the agent dropped, for the caller to delete, and pgj_call_gone_done_ forgets
+-- those of table p_table the caller deleted (a table it broke keeps its rows in the queue).
+CREATE FUNCTION pgjobs.pgj_call_gone_list_(p_function text, OUT tab oid, OUT ids text[]) RETURNS SETOF record
 LANGUAGE plpgsql SECURITY DEFINER
 SET search_path = pg_catalog, pg_temp
 AS $$
 DECLARE
     caller oid := pgjobs.pgj_caller_take_(p_function);
 BEGIN
-    RETURN QUERY
-    WITH taken AS (DELETE FROM pgjobs.pgj_call_gone_ WHERE goneowner = caller RETURNING gonetable, goneid)
-    SELECT gonetable, array_agg(goneid) FROM taken GROUP BY gonetable;
+    RETURN QUERY SELECT gonetable, array_agg(goneid) FROM pgjobs.pgj_call_gone_ WHERE goneowner = caller GROUP BY gonetable;
+END
+$$;
+
+CREATE FUNCTION pgjobs.pgj_call_gone_done_(p_function text, p_table oid, p_ids text[]) RETURNS void
+LANGUAGE plpgsql SECURITY DEFINER
+SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+    caller oid := pgjobs.pgj_caller_take_(p_function);
+BEGIN
+    DELETE FROM pgjobs.pgj_call_gone_ WHERE goneowner = caller AND gonetable = p_table AND goneid = ANY (p_ids);
 END
 $$;
 
@@ -243,8 +253,8 @@ $$;
 REVOKE ALL ON FUNCTION pgjobs.pgj_call_acl_clear_(text, text, aclitem[], oid), pgjobs.pgj_call_space_(text, oid),
     pgjobs.pgj_type_regbase_(oid), pgjobs.pgj_type_holds_reg_(oid), pgjobs.pgj_call_reg_refused_(oid, regtype, oid),
     pgjobs.pgj_call_args_(text, text, oid), pgjobs.pgj_call_store_(text, oid, text[], boolean, oid[], oid[]),
-    pgjobs.pgj_call_gone_take_(text) FROM PUBLIC;
+    pgjobs.pgj_call_gone_list_(text), pgjobs.pgj_call_gone_done_(text, oid, text[]) FROM PUBLIC;
 -- called by pgj_call_bind_, as the caller (the definers take the caller's stamp); they read
 -- catalogs only, but pgj_type_reg_ (version 14), which pgj_type_holds_reg_ calls
 GRANT EXECUTE ON FUNCTION pgjobs.pgj_call_args_(text, text, oid), pgjobs.pgj_call_store_(text, oid, text[], boolean, oid[], oid[]),
-    pgjobs.pgj_call_gone_take_(text), pgjobs.pgj_type_regbase_(oid), pgjobs.pgj_type_holds_reg_(oid), pgjobs.pgj_type_reg_(oid) TO PUBLIC;
+    pgjobs.pgj_call_gone_list_(text), pgjobs.pgj_call_gone_done_(text, oid, text[]), pgjobs.pgj_type_regbase_(oid), pgjobs.pgj_type_holds_reg_(oid), pgjobs.pgj_type_reg_(oid) TO PUBLIC;
