@@ -14,8 +14,9 @@ import (
 // call goes on and no role's open transaction holds the runs of its job up. After the jobs service
 // reloads on a change (reloaded), it lists the views no job uses (and, since schema version 16,
 // the tables of arguments no view reads and the call schemas left empty of roles without jobs),
-// and drops them CallViewsGrace later if no job uses them then (a run of a job loaded before the change may start on its old
-// view until the reload that brings the change). It sends no statement while nothing changes.
+// and drops them CallViewsGrace later if no job uses them then (a run of a job loaded before the
+// change may start on its old view until the reload that brings the change). It sends no
+// statement while nothing changes.
 func (a *dbAgent) callViews(ctx context.Context, records *pgxpool.Pool, reloaded <-chan struct{}) error {
 	var due <-chan time.Time
 	var listed []string

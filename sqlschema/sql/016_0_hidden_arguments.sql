@@ -72,16 +72,10 @@ BEGIN
 END
 $$;
 
--- pgj_call_schema_ (version 15: a schema the role owned) now gives the caller's call schema as
--- pgj_call_space_ makes it.
-CREATE OR REPLACE FUNCTION pgjobs.pgj_call_schema_(p_function text) RETURNS text
-LANGUAGE plpgsql SECURITY DEFINER
-SET search_path = pg_catalog, pg_temp
-AS $$
-BEGIN
-    RETURN pgjobs.pgj_call_space_(p_function, pgjobs.pgj_caller_take_(p_function));
-END
-$$;
+-- pgj_call_schema_ (version 15: it made a schema the role owned) is called no longer: no role may.
+-- It is not dropped, as version 15 did not drop pgj_call_resolve_ (a role's view over it would
+-- make the upgrade fail).
+REVOKE ALL ON FUNCTION pgjobs.pgj_call_schema_(text) FROM PUBLIC;
 
 -- pgj_type_regbase_ is the reg* type that type p_type is, or a domain over (NULL for any other).
 CREATE FUNCTION pgjobs.pgj_type_regbase_(p_type oid) RETURNS regtype
