@@ -195,6 +195,7 @@ func TestArgumentsRunNoCodeAsTheSuperuser(t *testing.T) {
 		readBoundJob(t, super, "Bobs").view: "names an object of a call schema",
 		readBoundJob(t, super, "R").view:    "names an object of a call schema",
 		"hidden.t":                          "names an object of schema hidden, which role " + alice + " may not use",
+		"pgjobs.pgj_job_":                   "names an object of pgjobs",
 	} {
 		wantError(t, aliceConn, "SELECT pgjobs.pgj_stamp_(), pgjobs.pgj_call_store_('pgj_create_job', 'pg_catalog.pg_relation_size(regclass)'::regprocedure, '{NULL}', false, "+
 			"ARRAY['regclass'::regtype::oid], ARRAY["+queryString(t, super, "SELECT $1::regclass::oid::text", view)+"]::oid[])", "42501", refusal)

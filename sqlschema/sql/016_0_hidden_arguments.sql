@@ -106,8 +106,9 @@ $$;
 
 -- pgj_call_reg_refused_ says why a reg* value, OID p_oid of reg* type p_type, may not be kept in a
 -- view of role p_role's call (which pins the object: it cannot be dropped without CASCADE), or
--- NULL: the object must exist, and be in a schema p_role may use, no temporary one and no call
--- schema (a role must not pin another's call views, nor what a temporary schema holds).
+-- NULL: the object must exist, and be in a schema p_role may use, no temporary one, no call
+-- schema and not pgjobs (a role must not pin another's call views, what a temporary schema holds,
+-- nor pgjobs' own objects, which an upgrade may change).
 CREATE FUNCTION pgjobs.pgj_call_reg_refused_(p_role oid, p_type regtype, p_oid oid) RETURNS text
 LANGUAGE sql STABLE
 SET search_path = pg_catalog, pg_temp
@@ -117,6 +118,7 @@ AS $$
         WHEN schema IS NULL THEN 'names no object of the database'
         WHEN n.nspname ~ '^pg_(toast_)?temp_' THEN 'names an object of a temporary schema'
         WHEN n.nspname ~ '^pgjobs_call_' THEN 'names an object of a call schema'
+        WHEN n.nspname = 'pgjobs' THEN 'names an object of pgjobs (a call must not keep an upgrade from changing it)'
         WHEN NOT has_schema_privilege(p_role, schema, 'USAGE') THEN format('names an object of schema %s, which role %s may not use', n.nspname, pg_get_userbyid(p_role))
     END
     FROM (SELECT CASE p_type
