@@ -51,14 +51,19 @@ func (a *dbAgent) callViews(ctx context.Context, records *pgxpool.Pool, reloaded
 // dropCallViews drops those of listed (views of former calls found unused a while ago) that no
 // job uses, and returns the views no job uses now, for the next drop.
 func (a *dbAgent) dropCallViews(ctx context.Context, records *pgxpool.Pool, listed []string) []string {
-	n, err := sqlschema.CallViewsDrop(ctx, records, listed)
+	swept, err := sqlschema.CallViewsDrop(ctx, records, listed)
 	if err != nil {
 		a.logf(agentlog.LevelError, agentlog.StatusFiring, "%v", err)
-	} else if n > 0 {
-		a.logf(agentlog.LevelInfo, agentlog.StatusFiring, "dropped %d views of former job calls", n)
+	}
+	if swept.Dropped > 0 {
+		a.logf(agentlog.LevelInfo, agentlog.StatusFiring, "dropped %d views of former job calls", swept.Dropped)
+	}
+	if swept.Held > 0 || swept.Deferred > 0 {
+		a.logf(agentlog.LevelInfo, agentlog.StatusFiring, "left %d views or tables of former job calls that other sessions held, and %d past the drop's time budget, for a later drop",
+			swept.Held, swept.Deferred)
 	}
 	if len(listed) > 0 && a.opt.OnCallViewsDropped != nil {
-		a.opt.OnCallViewsDropped(a.db.ID, n)
+		a.opt.OnCallViewsDropped(a.db.ID, swept.Dropped)
 	}
 	orphans, err := sqlschema.CallViewsOrphaned(ctx, records)
 	if err != nil {

@@ -116,14 +116,14 @@ func TestCallsAreBound(t *testing.T) {
 	if _, err := holding.Exec(ctx, "SELECT * FROM "+report.view); err != nil {
 		t.Fatal(err)
 	}
-	if n, err := sqlschema.CallViewsDrop(ctx, super, append(orphans, changed.view)); err != nil || n != 1 || exists(bobs) || !exists(report.view) || !exists(changed.view) {
-		t.Fatalf("drop while alice's session holds %s: %d, %v; left %s: %v, %s: %v", report.view, n, err, report.view, exists(report.view), changed.view, exists(changed.view))
+	if swept, err := sqlschema.CallViewsDrop(ctx, super, append(orphans, changed.view)); err != nil || swept.Dropped != 1 || exists(bobs) || !exists(report.view) || !exists(changed.view) {
+		t.Fatalf("drop while alice's session holds %s: %+v, %v; left %s: %v, %s: %v", report.view, swept, err, report.view, exists(report.view), changed.view, exists(changed.view))
 	}
 	if err := holding.Rollback(ctx); err != nil {
 		t.Fatal(err)
 	}
-	if n, err := sqlschema.CallViewsDrop(ctx, super, orphans); err != nil || n != 1 || exists(report.view) {
-		t.Fatalf("drop once alice's session let go: %d, %v", n, err)
+	if swept, err := sqlschema.CallViewsDrop(ctx, super, orphans); err != nil || swept.Dropped != 1 || exists(report.view) {
+		t.Fatalf("drop once alice's session let go: %+v, %v", swept, err)
 	}
 	// bob has no job left: his schema, empty, went with his last view, and he may be dropped.
 	if got := queryString(t, super, "SELECT count(*)::text FROM pg_namespace WHERE nspname = $1", strings.Split(bobs, ".")[0]); got != "0" {
@@ -140,8 +140,8 @@ func TestCallsAreBound(t *testing.T) {
 	if err != nil || len(many) != 450 {
 		t.Fatalf("orphaned: %d, %v", len(many), err)
 	}
-	if n, err := sqlschema.CallViewsDrop(ctx, super, many); err != nil || n != 450 {
-		t.Fatalf("dropped %d of 450, %v", n, err)
+	if swept, err := sqlschema.CallViewsDrop(ctx, super, many); err != nil || swept.Dropped != 450 {
+		t.Fatalf("dropped of 450: %+v, %v", swept, err)
 	}
 	// A view something hangs on (a trigger of its owner's, which would go with it, taking locks:
 	// 20,000 ran the drop out of the lock table) is left alone.
@@ -150,15 +150,15 @@ func TestCallsAreBound(t *testing.T) {
 		ALTER VIEW `+hung+` OWNER TO `+alice)
 	mustExec(t, super, `CREATE FUNCTION public.tf() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN RETURN NULL; END $$`)
 	mustExec(t, aliceConn, `CREATE TRIGGER t INSTEAD OF INSERT ON `+hung+` FOR EACH ROW EXECUTE FUNCTION public.tf()`)
-	if n, err := sqlschema.CallViewsDrop(ctx, super, []string{hung}); err != nil || n != 0 || !exists(hung) {
-		t.Fatalf("drop of a view with a trigger: %d, %v; there: %v", n, err, exists(hung))
+	if swept, err := sqlschema.CallViewsDrop(ctx, super, []string{hung}); err != nil || swept.Dropped != 0 || !exists(hung) {
+		t.Fatalf("drop of a view with a trigger: %+v, %v; there: %v", swept, err, exists(hung))
 	}
 	// so is one with a rule of its owner's besides its own (the code review of version 16)
 	ruled := schema + ".call_" + strings.Repeat("1", 32)
 	mustExec(t, super, `CREATE VIEW `+ruled+` AS SELECT true AS pgj_call_; ALTER VIEW `+ruled+` OWNER TO `+alice)
 	mustExec(t, aliceConn, `CREATE RULE r AS ON INSERT TO `+ruled+` DO INSTEAD NOTHING`)
-	if n, err := sqlschema.CallViewsDrop(ctx, super, []string{ruled}); err != nil || n != 0 || !exists(ruled) {
-		t.Fatalf("drop of a view with a rule: %d, %v; there: %v", n, err, exists(ruled))
+	if swept, err := sqlschema.CallViewsDrop(ctx, super, []string{ruled}); err != nil || swept.Dropped != 0 || !exists(ruled) {
+		t.Fatalf("drop of a view with a rule: %+v, %v; there: %v", swept, err, exists(ruled))
 	}
 	// The guard runs only a view the owner owns: one a superuser gave another role is refused.
 	mustExec(t, super, "ALTER VIEW "+changed.view+" OWNER TO "+pgx.Identifier{bob}.Sanitize())

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"regexp"
 	"strings"
+	"time"
 
 	"github.com/jackc/pgx/v5"
 )
@@ -56,23 +57,45 @@ func CallViewsOrphaned(ctx context.Context, q DB) ([]string, error) {
 // its locks to the end of its transaction, in the server's shared lock table.
 const CallViewsDropMax = 200
 
-// CallViewsDrop drops those of views (from CallViewsOrphaned) that no job uses now, but those a
-// session holds (a run still going), with their rows of arguments, CallViewsDropMax a statement,
-// then the tables of arguments no view reads (among views, too), then the call schemas left empty
-// of roles that have no job, and returns how many views it dropped; a statement that fails does
-// not keep the next from running. Only an agent's role may (one that may update the leader lease).
-func CallViewsDrop(ctx context.Context, q DB, views []string) (int, error) {
-	var dropped int
+// CallViewsSwept is what CallViewsDrop did: the views it dropped, and the views and tables it
+// left for a later drop, because another session held them (a run of a former call, or a role's
+// lock) or for its time budget.
+type CallViewsSwept struct {
+	Dropped, Held, Deferred int
+}
+
+// CallViewsDropBudget is how long one CallViewsDrop tries at most, give or take one view's lock
+// wait of 100 ms: it keeps a record session of the agent that long at most, whatever locks roles
+// hold.
+const CallViewsDropBudget = 5 * time.Second
+
+// CallViewsDrop drops those of views (from CallViewsOrphaned) that no job uses now, with their rows
+// of arguments, CallViewsDropMax a statement, then the tables of arguments no view reads (among
+// views, too), then the call schemas left empty of roles that have no job. Since schema version 17
+// it waits for no view or table another session holds, takes the owners' views in turns, and stops
+// trying an owner's once its tries waited 0.5 s (beyond 10 ms each), and any after
+// CallViewsDropBudget, leaving the rest for a later drop. A statement that fails does not keep the next from running. Only an agent's role may
+// (one that may update the leader lease).
+func CallViewsDrop(ctx context.Context, q DB, views []string) (CallViewsSwept, error) {
+	var swept CallViewsSwept
 	var failed []error
+	began := time.Now()
 	for len(views) > 0 {
+		left := CallViewsDropBudget - time.Since(began)
+		if left <= 0 {
+			swept.Deferred += len(views)
+			break
+		}
 		n := min(len(views), CallViewsDropMax)
-		var d int
-		if err := q.QueryRow(ctx, query("call_views_drop"), views[:n]).Scan(&d); err != nil {
+		var s CallViewsSwept
+		if err := q.QueryRow(ctx, query("call_views_drop"), views[:n], float64(left)/float64(time.Millisecond)).Scan(&s.Dropped, &s.Held, &s.Deferred); err != nil {
 			// the next statements may drop theirs: this one's views are tried again later
 			failed = append(failed, fmt.Errorf("drop the views of former calls %s to %s: %w", views[0], views[n-1], err))
 		}
-		dropped += d
+		swept.Dropped += s.Dropped
+		swept.Held += s.Held
+		swept.Deferred += s.Deferred
 		views = views[n:]
 	}
-	return dropped, errors.Join(failed...)
+	return swept, errors.Join(failed...)
 }

@@ -84,8 +84,8 @@ func TestArgumentsAreKeptAsValues(t *testing.T) {
 	if err != nil || strings.Join(orphans, " ") != strings.Join(sortedPair(rawTable, signIn.view), " ") {
 		t.Fatalf("orphans after the update: %v, %v", orphans, err)
 	}
-	if n, err := sqlschema.CallViewsDrop(ctx, super, orphans); err != nil || n != 1 || queryString(t, super, "SELECT (to_regclass($1) IS NULL)::text", rawTable) != "true" {
-		t.Fatalf("drop: %d, %v", n, err)
+	if swept, err := sqlschema.CallViewsDrop(ctx, super, orphans); err != nil || swept.Dropped != 1 || queryString(t, super, "SELECT (to_regclass($1) IS NULL)::text", rawTable) != "true" {
+		t.Fatalf("drop: %+v, %v", swept, err)
 	}
 	if got := queryString(t, super, "SELECT string_agg(a2, ',' ORDER BY a2) FROM "+table); got != "n3w,s3cret" {
 		t.Fatalf("arguments left after the drop: %s", got)
@@ -146,8 +146,8 @@ func TestArgumentsRunNoCodeAsTheSuperuser(t *testing.T) {
 		CREATE TRIGGER t BEFORE DELETE ON `+table+` FOR EACH ROW EXECUTE FUNCTION alices.t();
 		CREATE STATISTICS alices.folded ON (id || alices.folded('x')), id FROM `+table+`;
 		SELECT pgj_update_job('R', null, 'alices.job(''[2,6)'')', null)`)
-	if n, err := sqlschema.CallViewsDrop(ctx, super, []string{r.view}); err != nil || n != 1 {
-		t.Fatalf("drop: %d, %v", n, err)
+	if swept, err := sqlschema.CallViewsDrop(ctx, super, []string{r.view}); err != nil || swept.Dropped != 1 {
+		t.Fatalf("drop: %+v, %v", swept, err)
 	}
 	former := strings.TrimPrefix(r.view, strings.Split(r.view, ".")[0]+".call_")
 	// (counted by alice: a superuser's own query on her table would fold her expression as the superuser)
@@ -178,8 +178,8 @@ func TestArgumentsRunNoCodeAsTheSuperuser(t *testing.T) {
 	if _, err := holding.Exec(ctx, "LOCK TABLE public.held IN ACCESS SHARE MODE"); err != nil {
 		t.Fatal(err)
 	}
-	if n, err := sqlschema.CallViewsDrop(ctx, super, []string{rewritten}); err != nil || n != 1 {
-		t.Fatalf("drop of a view whose rule reads a table another session holds: %d, %v", n, err)
+	if swept, err := sqlschema.CallViewsDrop(ctx, super, []string{rewritten}); err != nil || swept.Dropped != 1 {
+		t.Fatalf("drop of a view whose rule reads a table another session holds: %+v, %v", swept, err)
 	}
 
 	// A rule of alice's that takes the row of her arguments fails her call, saying so: her job

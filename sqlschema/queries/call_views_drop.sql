@@ -1,3 +1,4 @@
--- Drops those of views $1 (found orphaned a prune before) that no job uses now; a view in use is
--- left for the next prune. Returns how many it dropped.
-SELECT pgjobs.pgj_call_views_drop_($1::text[])
+-- Drops those of views $1 (found orphaned a while before) that no job uses now, within $2 ms; a
+-- view in use is left for a later sweep. Returns how many it dropped, and how many views and
+-- tables it left because another session held them, and for the time budget.
+SELECT dropped, held, deferred FROM pgjobs.pgj_call_views_sweep_($1::text[], $2::float8 * interval '1 ms')
