@@ -72,14 +72,16 @@ const CallViewsDropBudget = 5 * time.Second
 // CallViewsDrop drops those of views (from CallViewsOrphaned) that no job uses now, with their rows
 // of arguments, CallViewsDropMax a statement, then the tables of arguments no view reads (among
 // views, too), then the call schemas left empty of roles that have no job. Since schema version 17
-// it waits for no view or table another session holds, takes the owners' views in turns, and stops
-// trying an owner's once its tries waited 0.5 s (beyond 10 ms each), and any after
-// CallViewsDropBudget, leaving the rest for a later drop. A statement that fails does not keep the next from running. Only an agent's role may
-// (one that may update the leader lease).
+// it waits for no view or table another session holds, takes the owners' views in turns (their
+// call schemas'), stops trying an owner's in a statement once its tries waited 0.5 s (beyond 10 ms
+// each), and any after CallViewsDropBudget, leaving the rest for a later drop. A statement that
+// fails does not keep the next from running. Only an agent's role may (one that may update the
+// leader lease).
 func CallViewsDrop(ctx context.Context, q DB, views []string) (CallViewsSwept, error) {
 	var swept CallViewsSwept
 	var failed []error
 	began := time.Now()
+	views = inTurns(views)
 	for len(views) > 0 {
 		left := CallViewsDropBudget - time.Since(began)
 		if left <= 0 {
@@ -98,4 +100,27 @@ func CallViewsDrop(ctx context.Context, q DB, views []string) (CallViewsSwept, e
 		views = views[n:]
 	}
 	return swept, errors.Join(failed...)
+}
+
+// inTurns returns views (schema.name) in turns of their schemas: the first of each schema, in the
+// order the schemas first come, then the second of each, and so on.
+func inTurns(views []string) []string {
+	var order []string
+	bySchema := make(map[string][]string)
+	for _, v := range views {
+		schema, _, _ := strings.Cut(v, ".")
+		if _, ok := bySchema[schema]; !ok {
+			order = append(order, schema)
+		}
+		bySchema[schema] = append(bySchema[schema], v)
+	}
+	turns := make([]string, 0, len(views))
+	for i := 0; len(turns) < len(views); i++ {
+		for _, schema := range order {
+			if i < len(bySchema[schema]) {
+				turns = append(turns, bySchema[schema][i])
+			}
+		}
+	}
+	return turns
 }
