@@ -64,9 +64,9 @@ type CallViewsSwept struct {
 	Dropped, Held, Deferred int
 }
 
-// CallViewsDropBudget is how long one CallViewsDrop tries at most, give or take one view's lock
-// wait of 100 ms: it keeps a record session of the agent that long at most, whatever locks roles
-// hold.
+// CallViewsDropBudget is how long one CallViewsDrop tries at most, but for the lock waits of its
+// last try (100 ms at most each, a few of them): it keeps a record session of the agent that long
+// at most, whatever locks roles hold.
 const CallViewsDropBudget = 5 * time.Second
 
 // CallViewsDrop drops those of views (from CallViewsOrphaned) that no job uses now, with their rows

@@ -111,12 +111,13 @@ func TestDropSkipsWhatARoleHolds(t *testing.T) {
 	}
 }
 
-// TestDropTakesOwnersInTurns: the drop tries the owners' former views in turns and, within one
-// statement, no more of an owner's once its tries took the owner's budget (beyond 10 ms each), nor
-// any once the statement took its own: what a role makes it wait for (a lock taken after the drop
-// read pg_locks, or let go just before the wait would time out, as the attacker review of version
-// 17 did) holds up the drop of other roles' views that long at most. Budgets of 0 show the order.
-func TestDropTakesOwnersInTurns(t *testing.T) {
+// TestDropBudgets: within one statement the drop tries no more of an owner's former views once
+// its tries took the owner's budget (beyond 10 ms each), nor any once the statement took its own:
+// what a role makes it wait for (a lock taken after the drop read pg_locks, or let go just before
+// the wait would time out, as the attacker review of version 17 did) holds up the drop of other
+// roles' views that long at most. Budgets of 0 leave one try of each owner, and one in all. (The
+// owners' turns are those of CallViewsDrop's list: TestInTurns.)
+func TestDropBudgets(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	db, super := apiDatabase(t)
@@ -156,4 +157,62 @@ func TestDropTakesOwnersInTurns(t *testing.T) {
 	// the agent's own calls go through CallViewsDrop, within CallViewsDropBudget; the former
 	// version is no longer any role's to call
 	wantError(t, bobConn, "SELECT pgjobs.pgj_call_views_drop_('{}')", "42501", "permission denied for function pgj_call_views_drop_")
+}
+
+// TestDropOutlivesHeldQueueRows: the rows of a former view the agent dropped stay queued until
+// their role deletes them at its next call. alice dropped her table of arguments and held her
+// queued row in an open transaction (pgj_call_gone_done_ deletes it): version 16's drop waited
+// for the row at its end and failed, every time, dropping bob's former view with nothing (the
+// attacker review of version 17). And her next call failed while the row named a table gone.
+func TestDropOutlivesHeldQueueRows(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	db, super := apiDatabase(t)
+	alice, bob := cluster.NewRole(t, "alice", db), cluster.NewRole(t, "bob", db)
+	aliceConn, bobConn := cluster.ConnectAs(t, db, alice), cluster.ConnectAs(t, db, bob)
+	mustExec(t, aliceConn, "SELECT pgj_create_job('A', 'f(0, ''a'')', null, null)")
+	mustExec(t, aliceConn, "SELECT pgj_update_job('A', null, 'f(1, ''a'')', null)")
+	orphans, err := sqlschema.CallViewsOrphaned(ctx, super)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if swept, err := sqlschema.CallViewsDrop(ctx, super, orphans); err != nil || swept.Dropped != 1 {
+		t.Fatalf("alice's former view: %+v, %v", swept, err)
+	}
+	var table uint32
+	var id string
+	if err := super.QueryRow(ctx, "SELECT gonetable, goneid FROM pgjobs.pgj_call_gone_").Scan(&table, &id); err != nil {
+		t.Fatalf("alice's queued row: %v", err)
+	}
+	// (with her job's view, which reads it: the job stops until she sets its call again)
+	mustExec(t, aliceConn, fmt.Sprintf("DROP TABLE %s CASCADE", queryString(t, super, "SELECT $1::oid::regclass::text", table)))
+	holding, err := aliceConn.Begin(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer holding.Rollback(ctx)
+	if _, err := holding.Exec(ctx, "SELECT pgjobs.pgj_stamp_(), pgjobs.pgj_call_gone_done_('x', $1, $2)", table, []string{id}); err != nil {
+		t.Fatal(err)
+	}
+
+	mustExec(t, bobConn, "SELECT pgj_create_job('B', 'f(0, ''b'')', null, null)")
+	mustExec(t, bobConn, "SELECT pgj_update_job('B', null, 'f(1, ''b'')', null)")
+	if orphans, err = sqlschema.CallViewsOrphaned(ctx, super); err != nil {
+		t.Fatal(err)
+	}
+	if swept, err := sqlschema.CallViewsDrop(ctx, super, orphans); err != nil || swept.Dropped != 1 {
+		t.Fatalf("drop while alice holds her queued row: %+v, %v; want bob's former view dropped", swept, err)
+	}
+	if got := queryString(t, super, "SELECT count(*)::text FROM pgjobs.pgj_call_gone_ WHERE goneowner <> $1::regrole", alice); got != "1" {
+		t.Fatalf("queued rows of bob's: %s, want 1", got)
+	}
+	if err := holding.Rollback(ctx); err != nil {
+		t.Fatal(err)
+	}
+	// Her row names a table gone: her next call forgets it (version 16 failed: "null values
+	// cannot be formatted as an SQL identifier").
+	mustExec(t, aliceConn, "SELECT pgj_update_job('A', null, 'f(2, ''a'')', null)")
+	if got := queryString(t, super, "SELECT count(*)::text FROM pgjobs.pgj_call_gone_ WHERE goneowner = $1::regrole", alice); got != "0" {
+		t.Fatalf("alice's queued rows after her call: %s, want 0", got)
+	}
 }

@@ -4,7 +4,10 @@
 -- 26 s, on one of its record sessions, and a statement past the agent's 30 s timeout rolled back
 -- the drops of other roles' views with it (the last attacker review of version 16). Locks on the
 -- views' row types, and locks let go just before the wait would time out, did the same to a
--- first fix that only skipped what pg_locks showed (the attacker review of version 17).
+-- first fix that only skipped what pg_locks showed (the attacker review of version 17). Its second
+-- review found two faults of version 16 around the queue of former rows (pgj_call_gone_): a role
+-- that held its own queued rows made every drop fail at its end, and a role whose queued rows
+-- named a table it dropped could set no call until the next drop.
 SET LOCAL search_path = pg_catalog, pg_temp;
 
 -- pgj_call_held_ returns the relations of this database that another session (a prepared
@@ -31,14 +34,15 @@ REVOKE ALL ON FUNCTION pgjobs.pgj_call_held_() FROM PUBLIC;
 -- before) that no job uses now, at most 200, with their rows of arguments, then the tables of
 -- arguments no view reads (theirs, and those p_views names: pgjobs_call_<OID>.args_<hex>), then
 -- the call schemas left empty of roles that have no job. It returns how many views it dropped
--- (dropped), how many views and tables it left because another session held them (held: found in
--- pg_locks before each loop, or a lock waited for 100 ms), and how many it left for the time
--- budget (deferred): it tries the owners' views in turns, one of each owner's then the next, and
--- tries no more of an owner's once their tries took p_each_budget in all beyond 10 ms each (a try
--- takes a few ms unless it waits for a lock; the tables' tries counted apart: only their owner may
--- lock them), nor any once the sweep took p_budget. A view or table left is tried again at a later
--- sweep. Only the agent may call it (a role that may update
--- the leader lease, as the agents' roles must: checked for the session's role).
+-- (dropped), how many views and tables it left because another session held them or something
+-- of a role's hangs on them (held: found in pg_locks before each loop, a lock waited for 100 ms,
+-- or a dependency), and how many it left for the time budget (deferred): it tries the owners'
+-- views in turns, one of each owner's then the next, and tries no more of an owner's once their
+-- tries took p_each_budget in all beyond 10 ms each (a try takes a few ms unless it waits for a
+-- lock; the tables' tries counted apart: only their owner may lock them), nor any once the sweep
+-- took p_budget. A view or table left is tried again at a later sweep. Only the agent may call it
+-- (a role that may update the leader lease, as the agents' roles must: checked for the session's
+-- role).
 CREATE FUNCTION pgjobs.pgj_call_views_sweep_(p_views text[], p_budget interval,
     p_each_budget interval DEFAULT '500 ms', OUT dropped int, OUT held int, OUT deferred int)
 LANGUAGE plpgsql SECURITY DEFINER
@@ -108,6 +112,8 @@ BEGIN
                     tables := tables || v.args;
                 END IF;
                 dropped := dropped + 1;
+            ELSE
+                held := held + 1; -- something of a role's hangs on it (a default naming it by OID)
             END IF;
         EXCEPTION WHEN lock_not_available THEN
             held := held + 1; -- taken since the sweep began: tried again later
@@ -154,7 +160,12 @@ BEGIN
                              AND NOT (d.classid = 'pg_constraint'::regclass AND d.deptype = 'a'
                                       AND d.objid IN (SELECT c.oid FROM pg_constraint c WHERE c.conrelid = v.oid AND c.contype = 'p'))) THEN
                 EXECUTE 'DROP TABLE ' || v.name;
-                DELETE FROM pgjobs.pgj_call_gone_ WHERE gonetable = v.oid;
+                -- its queued rows; those its role holds (pgj_call_gone_done_ in an open
+                -- transaction) go at a later sweep, below
+                DELETE FROM pgjobs.pgj_call_gone_ WHERE (goneowner, gonetable, goneid) IN
+                    (SELECT goneowner, gonetable, goneid FROM pgjobs.pgj_call_gone_ WHERE gonetable = v.oid FOR UPDATE SKIP LOCKED);
+            ELSE
+                held := held + 1;
             END IF;
         EXCEPTION WHEN lock_not_available THEN
             held := held + 1;
@@ -178,10 +189,165 @@ BEGIN
             NULL; -- something else is in it, or it is in use
         END;
     END LOOP;
-    -- the rows of tables dropped otherwise (DROP OWNED BY)
-    DELETE FROM pgjobs.pgj_call_gone_ g WHERE NOT EXISTS (SELECT FROM pg_class c WHERE c.oid = g.gonetable);
+    -- the rows of tables dropped otherwise (DROP OWNED BY), but those a role holds: a role that
+    -- held its own (pgj_call_gone_done_ in an open transaction) made version 16's DELETE wait for
+    -- them and fail the sweep, every sweep, dropping nothing of any role's (the attacker review of
+    -- version 17)
+    BEGIN
+        DELETE FROM pgjobs.pgj_call_gone_ WHERE (goneowner, gonetable, goneid) IN
+            (SELECT g.goneowner, g.gonetable, g.goneid FROM pgjobs.pgj_call_gone_ g
+             WHERE NOT EXISTS (SELECT FROM pg_class c WHERE c.oid = g.gonetable) FOR UPDATE SKIP LOCKED);
+    EXCEPTION WHEN OTHERS THEN
+        NULL; -- at a later sweep
+    END;
 END
 $$;
+
+-- Version 16's bind failed while a table of the caller's former rows was gone (its owner dropped
+-- it), until the agent's next drop forgot them: the rows of a table gone are only forgotten.
+-- pgj_call_bind_ parses a job's call as the caller would run it, with the caller's privileges and
+-- search path (p_path), into a temporary view, without running anything, checks it
+-- (pgj_call_view_check_), evaluates its arguments as the caller into a temporary table (their
+-- input functions, casts and domain checks run now, once, with the caller's settings), has
+-- pgj_call_store_ make the call's view from them, and copies them into the view's table of
+-- arguments. It returns the call written back, its function and the view. The call must pass pgj_call_syntax_: one function call with constant arguments.
+-- The temporary objects are dropped before it returns; all goes with the transaction if it fails.
+CREATE OR REPLACE FUNCTION pgjobs.pgj_call_bind_(p_function text, p_argno int, p_call text, p_path text,
+    OUT call text, OUT funcoid oid, OUT view text)
+LANGUAGE plpgsql
+SET search_path = pg_catalog, pg_temp
+SET standard_conforming_strings = on
+AS $$
+DECLARE
+    checked text := pgjobs.pgj_call_syntax_(p_function, p_argno, p_call);
+    hex text := replace(gen_random_uuid()::text, '-', '');
+    probe text := 'pg_temp.pgj_probe_' || hex;
+    given text := 'pg_temp.pgj_given_' || hex;
+    staged text := 'pg_temp.pgj_staged_' || hex;
+    split record;
+    stored record;
+    gone record;
+    reg oid;
+    regs oid[] := '{}';
+    held boolean;
+    inserted bigint;
+    cols text[] := '{}';
+    types oid[];
+    saved text[];
+    stray text;
+    i int;
+BEGIN
+    IF NOT has_database_privilege(current_database(), 'TEMPORARY') THEN
+        RAISE EXCEPTION '%: role % may not create temporary tables in database %, which setting a job''s call needs',
+            p_function, current_user, current_database()
+            USING ERRCODE = 'insufficient_privilege', HINT = format('GRANT TEMPORARY ON DATABASE %I TO %I', current_database(), current_user);
+    END IF;
+    BEGIN
+        PERFORM set_config('search_path', p_path, true);
+        -- IS NULL: a view has no column of type void, the result of most job functions.
+        EXECUTE 'CREATE TEMPORARY VIEW ' || probe || ' AS SELECT (' || checked || ') IS NULL AS pgj_call_';
+        PERFORM set_config('search_path', 'pg_catalog, pg_temp', true);
+    EXCEPTION WHEN OTHERS THEN
+        RAISE EXCEPTION '%: argument % (function call) % does not resolve: %', p_function, p_argno, quote_literal(left(checked, 200)), SQLERRM
+            USING ERRCODE = SQLSTATE, HINT = 'create the function first, or fix its name, schema or arguments';
+    END;
+    SELECT c.call, c.funcoid INTO call, funcoid FROM pgjobs.pgj_call_view_check_(p_function, p_argno, checked, probe::regclass) c;
+    split := pgjobs.pgj_call_args_(p_function, call, funcoid);
+    types := split.types;
+    IF cardinality(types) > 0 THEN
+        FOR i IN 1 .. cardinality(types) LOOP
+            cols := cols || CASE WHEN (SELECT typtype FROM pg_type WHERE oid = types[i]) = 'p'
+                                 THEN format('(%s) AS a%s', split.args[i], i) -- polymorphic: the argument's own type
+                                 ELSE format('CAST((%s) AS %s) AS a%s', split.args[i], format_type(types[i], -1), i) END;
+        END LOOP;
+        -- the constants as pgj_call_view_check_ wrote them back: read with the same settings
+        saved := ARRAY[current_setting('DateStyle'), current_setting('IntervalStyle'), current_setting('extra_float_digits')];
+        PERFORM set_config('DateStyle', 'ISO, MDY', true), set_config('IntervalStyle', 'postgres', true),
+                set_config('extra_float_digits', '3', true);
+        BEGIN
+            EXECUTE 'CREATE TEMPORARY VIEW ' || given || ' AS SELECT ' || array_to_string(cols, ', ');
+        EXCEPTION WHEN OTHERS THEN
+            -- regproc and regoper values are written back by name, which an overload makes ambiguous
+            RAISE EXCEPTION '%: argument % (function call) %: its arguments as PostgreSQL writes them back (%) do not read again: %',
+                p_function, p_argno, quote_literal(left(checked, 200)), left(call, 200), SQLERRM
+                USING ERRCODE = SQLSTATE, HINT = 'pass a function or an operator with its argument types (regprocedure, regoperator), not by name alone (regproc, regoper)';
+        END;
+        PERFORM set_config('DateStyle', saved[1], true), set_config('IntervalStyle', saved[2], true),
+                set_config('extra_float_digits', saved[3], true);
+        -- read again by name, the arguments name nothing the checked call did not: the types they go to aside
+        SELECT string_agg(pg_describe_object(d.refclassid, d.refobjid, 0), ', ') INTO stray
+        FROM pg_depend d JOIN pg_rewrite w ON d.classid = 'pg_rewrite'::regclass AND d.objid = w.oid
+        WHERE w.ev_class = given::regclass AND NOT (d.refclassid = 'pg_class'::regclass AND d.refobjid = given::regclass)
+          AND NOT (d.refclassid = 'pg_type'::regclass AND d.refobjid = ANY (types))
+          AND NOT EXISTS (SELECT FROM pg_depend e JOIN pg_rewrite x ON e.classid = 'pg_rewrite'::regclass AND e.objid = x.oid
+                          WHERE x.ev_class = probe::regclass AND e.refclassid = d.refclassid AND e.refobjid = d.refobjid);
+        IF stray IS NOT NULL THEN
+            RAISE EXCEPTION '%: argument % (function call) %: what it names changed while it was set (%)', p_function, p_argno, quote_literal(left(checked, 200)), stray
+                USING ERRCODE = 'serialization_failure', HINT = 'run the transaction again';
+        END IF;
+        types := ARRAY(SELECT a.atttypid FROM pg_attribute a WHERE a.attrelid = given::regclass AND a.attnum > 0 ORDER BY a.attnum);
+        -- evaluated now, once, as the caller, with the caller's settings and search path
+        PERFORM set_config('search_path', p_path, true);
+        EXECUTE 'CREATE TEMPORARY TABLE ' || staged || ' AS SELECT * FROM ' || given;
+        PERFORM set_config('search_path', 'pg_catalog, pg_temp', true);
+        -- the reg* values, which go into the view by OID; held in an array, a row or a range,
+        -- only a NULL may be kept
+        FOR i IN 1 .. cardinality(types) LOOP
+            reg := NULL;
+            IF pgjobs.pgj_type_regbase_(types[i]) IS NOT NULL THEN
+                EXECUTE format('SELECT (a%s)::pg_catalog.oid FROM ONLY %s', i, staged) INTO reg;
+            ELSIF pgjobs.pgj_type_holds_reg_(types[i]) THEN
+                EXECUTE format('SELECT a%s IS NULL FROM ONLY %s', i, staged) INTO held;
+                IF NOT held THEN
+                    RAISE EXCEPTION '%: argument % (function call) %: argument % of type % holds reg* values in an array, a row or a range, which cannot be kept',
+                        p_function, p_argno, quote_literal(left(checked, 200)), i, format_type(types[i], NULL)
+                        USING ERRCODE = 'invalid_parameter_value', HINT = 'pass the names as text[] to a text[] parameter';
+                END IF;
+            END IF;
+            regs := regs || reg;
+        END LOOP;
+    END IF;
+    PERFORM pgjobs.pgj_stamp_();
+    SELECT s.view, s.args, s.copied INTO stored FROM pgjobs.pgj_call_store_(p_function, funcoid, split.names, split.last_variadic, types, regs) s;
+    view := stored.view;
+    IF stored.args IS NOT NULL THEN
+        -- the arguments go into the caller's table as the caller (the same types: no code runs but
+        -- the caller's own triggers)
+        EXECUTE format('INSERT INTO %s SELECT %L, %s FROM ONLY %s', stored.args, split_part(view, '.call_', 2), stored.copied, staged);
+        GET DIAGNOSTICS inserted = ROW_COUNT;
+        IF inserted <> 1 THEN -- a rule of the caller's on its table took the row
+            RAISE EXCEPTION '%: argument % (function call) %: its arguments were not kept: % rows went into %, not one',
+                p_function, p_argno, quote_literal(left(checked, 200)), inserted, stored.args
+                USING ERRCODE = 'object_not_in_prerequisite_state', HINT = 'drop the rules on that table (its owner may)';
+        END IF;
+    END IF;
+    -- the rows of the caller's former calls' views the agent dropped since its last call, which
+    -- the agent may not delete (it would run the caller's code): deleted as the caller
+    PERFORM pgjobs.pgj_stamp_();
+    -- (a table gone has no name: format('%I', NULL) would fail the bind, as in version 16)
+    FOR gone IN SELECT g.tab, g.ids, CASE WHEN c.oid IS NOT NULL THEN format('%I.%I', n.nspname, c.relname) END AS name
+                FROM pgjobs.pgj_call_gone_list_(p_function) g
+                LEFT JOIN pg_class c ON c.oid = g.tab AND c.relkind = 'r'
+                                     AND c.relowner = (SELECT oid FROM pg_roles WHERE rolname = current_user)
+                LEFT JOIN pg_namespace n ON n.oid = c.relnamespace LOOP
+        BEGIN
+            IF gone.name IS NOT NULL THEN
+                EXECUTE format('DELETE FROM ONLY %s WHERE id = ANY ($1)', gone.name) USING gone.ids;
+            END IF;
+            PERFORM pgjobs.pgj_stamp_();
+            PERFORM pgjobs.pgj_call_gone_done_(p_function, gone.tab, gone.ids);
+        EXCEPTION WHEN OTHERS THEN -- kept in the queue: tried again at the caller's next call
+            RAISE WARNING '%: the arguments of % former calls in table % stay: %', p_function, cardinality(gone.ids), gone.name, SQLERRM;
+        END;
+    END LOOP;
+    EXECUTE 'DROP VIEW ' || probe;
+    IF cardinality(types) > 0 THEN
+        EXECUTE 'DROP TABLE ' || staged;
+        EXECUTE 'DROP VIEW ' || given;
+    END IF;
+END
+$$;
+
 
 -- version 16's drop, which waited for each view, is called no longer: no role may. It is not
 -- dropped: a role's view over it would make the upgrade fail.
