@@ -58,9 +58,9 @@ func (a *dbAgent) dropCallViews(ctx context.Context, records *pgxpool.Pool, list
 	if swept.Dropped > 0 {
 		a.logf(agentlog.LevelInfo, agentlog.StatusFiring, "dropped %d views of former job calls", swept.Dropped)
 	}
-	if swept.Held > 0 || swept.Deferred > 0 {
-		a.logf(agentlog.LevelInfo, agentlog.StatusFiring, "left %d views or tables of former job calls that other sessions held, and %d past the drop's time budget, for a later drop",
-			swept.Held, swept.Deferred)
+	if swept.Held > 0 || swept.Deferred > 0 || swept.Failed > 0 {
+		a.logf(agentlog.LevelInfo, agentlog.StatusFiring, "left %d views or tables of former job calls that other sessions held or something hangs on, %d whose drop failed, and %d past the drop's time budget, for a later drop",
+			swept.Held, swept.Failed, swept.Deferred)
 	}
 	if len(listed) > 0 && a.opt.OnCallViewsDropped != nil {
 		a.opt.OnCallViewsDropped(a.db.ID, swept.Dropped)

@@ -58,10 +58,11 @@ func CallViewsOrphaned(ctx context.Context, q DB) ([]string, error) {
 const CallViewsDropMax = 200
 
 // CallViewsSwept is what CallViewsDrop did: the views it dropped, and the views and tables it
-// left for a later drop, because another session held them (a run of a former call, or a role's
-// lock) or for its time budget.
+// left for a later drop: because another session held them (a run of a former call, or a role's
+// lock) or something of a role's hangs on them (Held), because their try failed otherwise
+// (Failed), or for its time budget (Deferred).
 type CallViewsSwept struct {
-	Dropped, Held, Deferred int
+	Dropped, Held, Deferred, Failed int
 }
 
 // CallViewsDropBudget is how long one CallViewsDrop tries at most, but for the lock waits of its
@@ -90,13 +91,14 @@ func CallViewsDrop(ctx context.Context, q DB, views []string) (CallViewsSwept, e
 		}
 		n := min(len(views), CallViewsDropMax)
 		var s CallViewsSwept
-		if err := q.QueryRow(ctx, query("call_views_drop"), views[:n], float64(left)/float64(time.Millisecond)).Scan(&s.Dropped, &s.Held, &s.Deferred); err != nil {
+		if err := q.QueryRow(ctx, query("call_views_drop"), views[:n], float64(left)/float64(time.Millisecond)).Scan(&s.Dropped, &s.Held, &s.Deferred, &s.Failed); err != nil {
 			// the next statements may drop theirs: this one's views are tried again later
 			failed = append(failed, fmt.Errorf("drop the views of former calls %s to %s: %w", views[0], views[n-1], err))
 		}
 		swept.Dropped += s.Dropped
 		swept.Held += s.Held
 		swept.Deferred += s.Deferred
+		swept.Failed += s.Failed
 		views = views[n:]
 	}
 	return swept, errors.Join(failed...)

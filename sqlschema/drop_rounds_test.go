@@ -137,8 +137,8 @@ func TestDropBudgets(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if err := super.QueryRow(ctx, "SELECT dropped, held, deferred FROM pgjobs.pgj_call_views_sweep_($1, $2::interval, $3::interval)",
-			orphans, budget, ownerBudget).Scan(&s.Dropped, &s.Held, &s.Deferred); err != nil {
+		if err := super.QueryRow(ctx, "SELECT dropped, held, deferred, failed FROM pgjobs.pgj_call_views_sweep_($1, $2::interval, $3::interval)",
+			orphans, budget, ownerBudget).Scan(&s.Dropped, &s.Held, &s.Deferred, &s.Failed); err != nil {
 			t.Fatal(err)
 		}
 		return s
@@ -214,5 +214,52 @@ func TestDropOutlivesHeldQueueRows(t *testing.T) {
 	mustExec(t, aliceConn, "SELECT pgj_update_job('A', null, 'f(2, ''a'')', null)")
 	if got := queryString(t, super, "SELECT count(*)::text FROM pgjobs.pgj_call_gone_ WHERE goneowner = $1::regrole", alice); got != "0" {
 		t.Fatalf("alice's queued rows after her call: %s, want 0", got)
+	}
+}
+
+// TestDropLeavesWhatUsesARowType: a former view, or a table of arguments no view reads, whose row
+// type (or its array type) something of a role's uses is left, counted as held, without a DROP:
+// DROP walks every such column or domain, locking each, before it refuses, and alice's 170
+// temporary tables of 1,600 columns of her former view's row type made one drop statement run past
+// the agent's 30 s statement_timeout, rolling back bob's drop with it (the third review of version
+// 17).
+func TestDropLeavesWhatUsesARowType(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	db, super := apiDatabase(t)
+	alice, bob := cluster.NewRole(t, "alice", db), cluster.NewRole(t, "bob", db)
+	aliceConn, bobConn := cluster.ConnectAs(t, db, alice), cluster.ConnectAs(t, db, bob)
+	mustExec(t, aliceConn, "SELECT pgj_create_job('A', 'f(0, ''a'')', null, null)")
+	former := readBoundJob(t, super, "A").view
+	mustExec(t, aliceConn, "SELECT pgj_update_job('A', null, 'f(1, ''a'')', null)")
+	mustExec(t, aliceConn, "CREATE TEMP TABLE uses_view (c "+former+")")
+	mustExec(t, bobConn, "SELECT pgj_create_job('B', 'f(0, ''b'')', null, null)")
+	mustExec(t, bobConn, "SELECT pgj_update_job('B', null, 'f(1, ''b'')', null)")
+	orphans, err := sqlschema.CallViewsOrphaned(ctx, super)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if swept, err := sqlschema.CallViewsDrop(ctx, super, orphans); err != nil || swept != (sqlschema.CallViewsSwept{Dropped: 1, Held: 1}) {
+		t.Fatalf("drop while alice's table has a column of her former view's type: %+v, %v; want bob's dropped, hers held", swept, err)
+	}
+	if got := queryString(t, super, "SELECT (to_regclass($1) IS NOT NULL)::text", former); got != "true" {
+		t.Fatalf("alice's former view %s dropped", former)
+	}
+	// Her job dropped and her temporary table gone, her views go; her table of arguments, whose
+	// array type her domain uses, stays.
+	mustExec(t, aliceConn, "DROP TABLE uses_view")
+	mustExec(t, aliceConn, "SELECT pgj_drop_job('A')")
+	schema, _, _ := strings.Cut(former, ".")
+	table := queryString(t, super, `SELECT n.nspname || '.' || c.relname FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace
+		WHERE n.nspname = $1 AND c.relkind = 'r'`, schema)
+	mustExec(t, aliceConn, "CREATE DOMAIN pg_temp.uses_table AS "+strings.Replace(table, ".", `."_`, 1)+`"`)
+	if orphans, err = sqlschema.CallViewsOrphaned(ctx, super); err != nil {
+		t.Fatal(err)
+	}
+	if swept, err := sqlschema.CallViewsDrop(ctx, super, orphans); err != nil || swept != (sqlschema.CallViewsSwept{Dropped: 2, Held: 1}) {
+		t.Fatalf("drop while alice's domain is of her table's array type: %+v, %v; want her 2 views dropped, her table held", swept, err)
+	}
+	if got := queryString(t, super, "SELECT (to_regclass($1) IS NOT NULL)::text", table); got != "true" {
+		t.Fatalf("alice's table %s dropped", table)
 	}
 }
