@@ -65,48 +65,50 @@ type CallViewsSwept struct {
 	Dropped, Held, Deferred, Failed int
 }
 
-// CallViewsDropBudget is how long one CallViewsDrop tries at most, but for the lock waits of its
-// last try (100 ms at most each, a few of them): it keeps a record session of the agent that long
-// at most, whatever locks roles hold.
+// CallViewsDropBudget is how long one CallViewsDrop sends statements: it keeps a record session of
+// the agent that long, and for its last statement's last try, whatever locks roles hold (each lock
+// is waited for 1 ms at most).
 const CallViewsDropBudget = 5 * time.Second
 
 // CallViewsDrop drops those of views (from CallViewsOrphaned) that no job uses now, with their rows
-// of arguments, CallViewsDropMax a statement, then the tables of arguments no view reads (among
-// views, too), then the call schemas left empty of roles that have no job. Since schema version 17
-// it waits for no view or table another session holds, takes the owners' views in turns (their
-// call schemas'), stops trying an owner's in a statement once its tries waited 0.5 s (beyond 10 ms
-// each), and any after CallViewsDropBudget, leaving the rest for a later drop. A statement that
-// fails does not keep the next from running. Only an agent's role may (one that may update the
-// leader lease).
+// of arguments, then the tables of arguments no view reads (among views, too), then the call
+// schemas left empty of roles that have no job. Since schema version 17 each statement has the
+// views of one owner (its call schema), CallViewsDropMax at most, so that what a role does to
+// one drop rolls back no other role's; the owners take turns, a statement each, and no statement
+// is sent once the drop took CallViewsDropBudget, the rest left for a later drop. A statement
+// waits for no view or table another session holds and stops trying an owner's once its tries
+// took 0.5 s (beyond 10 ms each). A statement that fails does not keep the next from running. Only
+// an agent's role may (one that may update the leader lease).
 func CallViewsDrop(ctx context.Context, q DB, views []string) (CallViewsSwept, error) {
 	var swept CallViewsSwept
 	var failed []error
 	began := time.Now()
-	views = inTurns(views)
-	for len(views) > 0 {
+	batches := ownerBatches(views)
+	for i, batch := range batches {
 		left := CallViewsDropBudget - time.Since(began)
 		if left <= 0 {
-			swept.Deferred += len(views)
+			for _, b := range batches[i:] {
+				swept.Deferred += len(b)
+			}
 			break
 		}
-		n := min(len(views), CallViewsDropMax)
 		var s CallViewsSwept
-		if err := q.QueryRow(ctx, query("call_views_drop"), views[:n], float64(left)/float64(time.Millisecond)).Scan(&s.Dropped, &s.Held, &s.Deferred, &s.Failed); err != nil {
+		if err := q.QueryRow(ctx, query("call_views_drop"), batch, float64(left)/float64(time.Millisecond)).Scan(&s.Dropped, &s.Held, &s.Deferred, &s.Failed); err != nil {
 			// the next statements may drop theirs: this one's views are tried again later
-			failed = append(failed, fmt.Errorf("drop the views of former calls %s to %s: %w", views[0], views[n-1], err))
+			failed = append(failed, fmt.Errorf("drop the views of former calls %s to %s: %w", batch[0], batch[len(batch)-1], err))
 		}
 		swept.Dropped += s.Dropped
 		swept.Held += s.Held
 		swept.Deferred += s.Deferred
 		swept.Failed += s.Failed
-		views = views[n:]
 	}
 	return swept, errors.Join(failed...)
 }
 
-// inTurns returns views (schema.name) in turns of their schemas: the first of each schema, in the
-// order the schemas first come, then the second of each, and so on.
-func inTurns(views []string) []string {
+// ownerBatches returns views (schema.name) in batches of one schema each, CallViewsDropMax at
+// most, in turns of their schemas: the first batch of each schema, in the order the schemas first
+// come, then the second of each, and so on.
+func ownerBatches(views []string) [][]string {
 	var order []string
 	bySchema := make(map[string][]string)
 	for _, v := range views {
@@ -116,13 +118,19 @@ func inTurns(views []string) []string {
 		}
 		bySchema[schema] = append(bySchema[schema], v)
 	}
-	turns := make([]string, 0, len(views))
-	for i := 0; len(turns) < len(views); i++ {
+	var batches [][]string
+	for more := true; more; {
+		more = false
 		for _, schema := range order {
-			if i < len(bySchema[schema]) {
-				turns = append(turns, bySchema[schema][i])
+			rest := bySchema[schema]
+			if len(rest) == 0 {
+				continue
 			}
+			n := min(len(rest), CallViewsDropMax)
+			batches = append(batches, rest[:n])
+			bySchema[schema] = rest[n:]
+			more = true
 		}
 	}
-	return turns
+	return batches
 }

@@ -1,21 +1,34 @@
 package sqlschema
 
 import (
+	"fmt"
 	"strings"
 	"testing"
 )
 
-func TestInTurns(t *testing.T) {
+func TestOwnerBatches(t *testing.T) {
 	t.Parallel()
-	for _, c := range []struct{ name, views, want string }{
-		{"none", "", ""},
-		{"one schema", "a.1 a.2 a.3", "a.1 a.2 a.3"},
-		{"two, uneven", "a.1 a.2 a.3 b.1", "a.1 b.1 a.2 a.3"},
-		{"three, in the order they come", "c.1 c.2 a.1 b.1 b.2 a.2", "c.1 a.1 b.1 c.2 a.2 b.2"},
+	many := make([]string, CallViewsDropMax+1)
+	for i := range many {
+		many[i] = fmt.Sprintf("a.%d", i)
+	}
+	for _, c := range []struct {
+		name  string
+		views []string
+		want  string // the batches, each its first and last view
+	}{
+		{"none", nil, ""},
+		{"one schema", strings.Fields("a.1 a.2 a.3"), "a.1-a.3"},
+		{"in the order the schemas come", strings.Fields("c.1 c.2 a.1 b.1 b.2 a.2"), "c.1-c.2 a.1-a.2 b.1-b.2"},
+		{"a schema over the maximum takes its second turn last", append(many, "b.1"), fmt.Sprintf("a.0-a.%d b.1-b.1 a.%d-a.%d", CallViewsDropMax-1, CallViewsDropMax, CallViewsDropMax)},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			if got := strings.Join(inTurns(strings.Fields(c.views)), " "); got != c.want {
-				t.Errorf("inTurns(%s) = %s, want %s", c.views, got, c.want)
+			var got []string
+			for _, b := range ownerBatches(c.views) {
+				got = append(got, b[0]+"-"+b[len(b)-1])
+			}
+			if strings.Join(got, " ") != c.want {
+				t.Errorf("ownerBatches = %s, want %s", strings.Join(got, " "), c.want)
 			}
 		})
 	}
