@@ -108,6 +108,28 @@ func TestDropSkipsWhatARoleHolds(t *testing.T) {
 	if err != nil || strings.Join(orphans, " ") != table {
 		t.Fatalf("orphaned once alice let go: %v, %v; want her table %s", orphans, err, table)
 	}
+	// bob holds alice's call schema, which any role may lock by name: her table goes, her
+	// schema, empty, is left (skipped as held, or after a wait of 1 ms), and goes once he lets go
+	bobHolding, err := bobConn.Begin(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer bobHolding.Rollback(ctx)
+	if _, err := bobHolding.Exec(ctx, "SELECT pg_get_object_address('schema', ARRAY[$1], '{}')", aliceSchema); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := sqlschema.CallViewsDrop(ctx, super, orphans); err != nil {
+		t.Fatal(err)
+	}
+	if got := queryString(t, super, "SELECT (to_regclass($1) IS NULL)::text || ' ' || count(*)::text FROM pg_namespace WHERE nspname = $2", table, aliceSchema); got != "true 1" {
+		t.Fatalf("alice's table dropped, her schema left while bob holds it: %s", got)
+	}
+	if err := bobHolding.Rollback(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if orphans, err = sqlschema.CallViewsOrphaned(ctx, super); err != nil || strings.Join(orphans, " ") != aliceSchema {
+		t.Fatalf("orphaned once bob let go: %v, %v; want alice's schema", orphans, err)
+	}
 	if _, err := sqlschema.CallViewsDrop(ctx, super, orphans); err != nil {
 		t.Fatal(err)
 	}

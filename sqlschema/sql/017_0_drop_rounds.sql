@@ -213,9 +213,15 @@ BEGIN
         spent := jsonb_set(spent, ARRAY[v.owner::text], to_jsonb(coalesce((spent ->> v.owner::text)::float8, 0)
                            + greatest(extract(epoch FROM clock_timestamp() - try) - 0.01, 0)));
     END LOOP;
-    -- the schema of a role whose jobs are all dropped, once empty: the role may then be dropped
+    -- the schema of a role whose jobs are all dropped, once empty: the role may then be dropped;
+    -- not one another session holds (any role may lock any schema by name, pg_get_object_address:
+    -- each cost every statement a wait, the third review of version 17)
+    busy := ARRAY(SELECT l.objid FROM pg_locks l
+                  WHERE l.locktype = 'object' AND l.classid = 'pg_namespace'::regclass
+                    AND l.database = (SELECT oid FROM pg_database WHERE datname = current_database())
+                    AND l.pid IS DISTINCT FROM pg_backend_pid());
     FOR v IN SELECT quote_ident(n.nspname) AS name FROM pg_namespace n
-             WHERE n.nspname ~ '^pgjobs_call_[0-9]+$'
+             WHERE n.nspname ~ '^pgjobs_call_[0-9]+$' AND n.oid <> ALL (busy)
                AND ((SELECT rolsuper FROM pg_roles WHERE oid = n.nspowner) OR n.nspowner::text = substr(n.nspname, 13))
                AND NOT EXISTS (SELECT FROM pgjobs.pgj_job_ j WHERE j.jobownerid::text = substr(n.nspname, 13))
                AND NOT EXISTS (SELECT FROM pg_depend d WHERE d.refclassid = 'pg_namespace'::regclass AND d.refobjid = n.oid) LOOP
