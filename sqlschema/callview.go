@@ -66,16 +66,17 @@ type CallViewsSwept struct {
 }
 
 // CallViewsDropBudget is how long one CallViewsDrop sends statements: it keeps a record session of
-// the agent that long, and for its last statement's last try, whatever locks roles hold (each lock
-// is waited for 1 ms at most).
+// the agent that long, and for its last statement's last try and fixed work, whatever locks roles
+// hold (each lock is waited for 1 ms at most).
 const CallViewsDropBudget = 5 * time.Second
 
 // CallViewsDrop drops those of views (from CallViewsOrphaned) that no job uses now, with their rows
 // of arguments, then the tables of arguments no view reads (among views, too), then the call
-// schemas left empty of roles that have no job. Since schema version 17 each statement has the
-// views of one owner (its call schema), CallViewsDropMax at most, so that what a role does to
-// one drop rolls back no other role's; the owners take turns, a statement each, and no statement
-// is sent once the drop took CallViewsDropBudget, the rest left for a later drop. A statement
+// schemas left empty of roles that have no job (at the last statement). Since schema version 17
+// each statement has the views of one owner (its call schema), CallViewsDropMax at most, so that
+// what a role does to one drop rolls back no other role's views; the owners take turns, a
+// statement each, and no statement is sent once the drop took CallViewsDropBudget, or ctx ended,
+// the rest left for a later drop. A statement
 // waits for no view or table another session holds and stops trying an owner's once its tries
 // took 0.5 s (beyond 10 ms each). A statement that fails does not keep the next from running. Only
 // an agent's role may (one that may update the leader lease).
@@ -86,14 +87,14 @@ func CallViewsDrop(ctx context.Context, q DB, views []string) (CallViewsSwept, e
 	batches := ownerBatches(views)
 	for i, batch := range batches {
 		left := CallViewsDropBudget - time.Since(began)
-		if left <= 0 {
+		if left <= 0 || ctx.Err() != nil {
 			for _, b := range batches[i:] {
 				swept.Deferred += len(b)
 			}
 			break
 		}
 		var s CallViewsSwept
-		if err := q.QueryRow(ctx, query("call_views_drop"), batch, float64(left)/float64(time.Millisecond)).Scan(&s.Dropped, &s.Held, &s.Deferred, &s.Failed); err != nil {
+		if err := q.QueryRow(ctx, query("call_views_drop"), batch, float64(left)/float64(time.Millisecond), i == len(batches)-1).Scan(&s.Dropped, &s.Held, &s.Deferred, &s.Failed); err != nil {
 			// the next statements may drop theirs: this one's views are tried again later
 			failed = append(failed, fmt.Errorf("drop the views of former calls %s to %s: %w", batch[0], batch[len(batch)-1], err))
 		}

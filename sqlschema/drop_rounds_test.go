@@ -143,7 +143,7 @@ func TestDropSkipsWhatARoleHolds(t *testing.T) {
 // what a role makes it wait for (a lock taken after the drop read pg_locks, or let go just before
 // the wait would time out, as the attacker review of version 17 did) holds up the drop of other
 // roles' views that long at most. Budgets of 0 leave one try of each owner, and one in all. (The
-// owners' turns are those of CallViewsDrop's list: TestInTurns.)
+// owners' turns are CallViewsDrop's, a statement each: TestOwnerBatches.)
 func TestDropBudgets(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
@@ -288,5 +288,49 @@ func TestDropLeavesWhatUsesARowType(t *testing.T) {
 	}
 	if got := queryString(t, super, "SELECT (to_regclass($1) IS NOT NULL)::text", table); got != "true" {
 		t.Fatalf("alice's table %s dropped", table)
+	}
+}
+
+// TestHeldMapsWhatDropLocks: a lock another session holds on anything DROP locks with a view or a
+// table of arguments (its row type and array type, its rule, its primary key's constraint and
+// index) counts as holding the view or table, so that the drop leaves it without a wait: during a
+// wait of version 17's first fixes a role committed columns of the row type, which the DROP then
+// walked for a minute (the third and fourth reviews of version 17). A lock taken after pg_locks
+// was read is waited for 1 ms at most.
+func TestHeldMapsWhatDropLocks(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	db, super := apiDatabase(t)
+	alice := cluster.NewRole(t, "alice", db)
+	aliceConn := cluster.ConnectAs(t, db, alice)
+	mustExec(t, aliceConn, "SELECT pgj_create_job('A', 'f(0, ''a'')', null, null)")
+	view := readBoundJob(t, super, "A").view
+	schema, name, _ := strings.Cut(view, ".")
+	table := queryString(t, super, `SELECT t.oid::regclass::text FROM pg_class t JOIN pg_namespace n ON n.oid = t.relnamespace
+		WHERE n.nspname = $1 AND t.relkind = 'r'`, schema)
+	pkey := queryString(t, super, "SELECT conname::text FROM pg_constraint WHERE conrelid = $1::regclass AND contype = 'p'", table)
+	for _, c := range []struct{ what, lock, held string }{
+		{"the view's row type", "COMMENT ON TYPE " + view + " IS 'held'", view},
+		{"the view's array type", `COMMENT ON TYPE ` + schema + `."_` + name + `" IS 'held'`, view},
+		{"the view's rule", "SELECT pg_get_object_address('rule', ARRAY['" + schema + "', '" + name + "', '_RETURN'], '{}')", view},
+		{"the table's primary key", "COMMENT ON CONSTRAINT " + pkey + " ON " + table + " IS 'held'", table},
+		{"the table's index", "COMMENT ON INDEX " + schema + "." + pkey + " IS 'held'", table},
+	} {
+		t.Run(c.what, func(t *testing.T) {
+			holding, err := aliceConn.Begin(ctx)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer holding.Rollback(ctx)
+			if _, err := holding.Exec(ctx, c.lock); err != nil {
+				t.Fatal(err)
+			}
+			if got := queryString(t, super, "SELECT ($1::regclass::oid = ANY (pgjobs.pgj_call_held_()))::text", c.held); got != "true" {
+				t.Errorf("alice holds %s: %s not held", c.what, c.held)
+			}
+		})
+	}
+	if got := queryString(t, super, "SELECT array_to_string(proconfig, ' ') FROM pg_proc WHERE oid = 'pgjobs.pgj_call_views_sweep_'::regproc"); !strings.Contains(got, "lock_timeout=1ms") {
+		t.Fatalf("the sweep's settings: %s, want lock_timeout=1ms", got)
 	}
 }

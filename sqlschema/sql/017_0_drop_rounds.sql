@@ -39,9 +39,10 @@ AS $$
         UNION ALL
         SELECT i.indrelid FROM locked JOIN pg_index i ON i.indexrelid = locked.rel
         UNION ALL
-        SELECT o.oid FROM locked JOIN pg_class o ON o.reltoastrelid = locked.rel
+        SELECT o.oid FROM locked JOIN pg_class t ON t.oid = locked.rel AND t.relkind = 't' JOIN pg_class o ON o.reltoastrelid = t.oid
         UNION ALL
-        SELECT o.oid FROM locked JOIN pg_index i ON i.indexrelid = locked.rel JOIN pg_class o ON o.reltoastrelid = i.indrelid)
+        SELECT o.oid FROM locked JOIN pg_index i ON i.indexrelid = locked.rel
+        JOIN pg_class t ON t.oid = i.indrelid AND t.relkind = 't' JOIN pg_class o ON o.reltoastrelid = t.oid)
     SELECT coalesce(array_agg(DISTINCT rel), '{}') FROM mapped WHERE rel IS NOT NULL AND rel <> 0
 $$;
 REVOKE ALL ON FUNCTION pgjobs.pgj_call_held_() FROM PUBLIC;
@@ -73,11 +74,12 @@ REVOKE ALL ON FUNCTION pgjobs.pgj_call_type_used_(oid) FROM PUBLIC;
 -- views in turns, one of each owner's then the next, and tries no more of an owner's once their
 -- tries took p_each_budget in all beyond 10 ms each (a try takes a few ms unless it waits for a
 -- lock; the tables' tries counted apart: only their owner may lock them), nor any once the sweep
--- took p_budget. A view or table left is tried again at a later sweep. Only the agent may call it
+-- took p_budget. A view or table left is tried again at a later sweep. The schemas, and the queue's
+-- rows of tables gone, only when p_tidy (the agent's last statement of a round). Only the agent may call it
 -- (a role that may update the leader lease, as the agents' roles must: checked for the session's
 -- role).
 CREATE FUNCTION pgjobs.pgj_call_views_sweep_(p_views text[], p_budget interval,
-    p_each_budget interval DEFAULT '500 ms', OUT dropped int, OUT held int, OUT deferred int,
+    p_each_budget interval DEFAULT '500 ms', p_tidy boolean DEFAULT true, OUT dropped int, OUT held int, OUT deferred int,
     OUT failed int)
 LANGUAGE plpgsql SECURITY DEFINER
 SET search_path = pg_catalog, pg_temp
@@ -213,6 +215,9 @@ BEGIN
         spent := jsonb_set(spent, ARRAY[v.owner::text], to_jsonb(coalesce((spent ->> v.owner::text)::float8, 0)
                            + greatest(extract(epoch FROM clock_timestamp() - try) - 0.01, 0)));
     END LOOP;
+    IF NOT p_tidy THEN
+        RETURN; -- the schemas and the queue at the round's last statement
+    END IF;
     -- the schema of a role whose jobs are all dropped, once empty: the role may then be dropped;
     -- not one another session holds (any role may lock any schema by name, pg_get_object_address:
     -- each cost every statement a wait, the third review of version 17)
@@ -397,5 +402,5 @@ $$;
 -- dropped: a role's view over it would make the upgrade fail.
 REVOKE ALL ON FUNCTION pgjobs.pgj_call_views_drop_(text[]) FROM PUBLIC;
 -- the agent's (the sweep checks its caller)
-REVOKE ALL ON FUNCTION pgjobs.pgj_call_views_sweep_(text[], interval, interval) FROM PUBLIC;
-GRANT EXECUTE ON FUNCTION pgjobs.pgj_call_views_sweep_(text[], interval, interval) TO PUBLIC;
+REVOKE ALL ON FUNCTION pgjobs.pgj_call_views_sweep_(text[], interval, interval, boolean) FROM PUBLIC;
+GRANT EXECUTE ON FUNCTION pgjobs.pgj_call_views_sweep_(text[], interval, interval, boolean) TO PUBLIC;
