@@ -65,19 +65,17 @@ REVOKE ALL ON FUNCTION pgjobs.pgj_call_type_used_(oid) FROM PUBLIC;
 
 -- pgj_call_views_sweep_ drops those of views p_views (which the agent found no job used, a while
 -- before) that no job uses now, at most 200, with their rows of arguments, then the tables of
--- arguments no view reads (theirs, and those p_views names: pgjobs_call_<OID>.args_<hex>), then
--- the call schemas left empty of roles that have no job. It returns how many views it dropped
--- (dropped), how many views and tables it left because another session held them or something
--- of a role's hangs on them (held: found in pg_locks before each loop, a lock waited for 1 ms,
--- or a dependency), how many tries failed otherwise (failed), and how many it left for the time
--- budget (deferred): it tries the owners'
--- views in turns, one of each owner's then the next, and tries no more of an owner's once their
--- tries took p_each_budget in all beyond 10 ms each (a try takes a few ms unless it waits for a
--- lock; the tables' tries counted apart: only their owner may lock them), nor any once the sweep
--- took p_budget. A view or table left is tried again at a later sweep. The schemas, and the queue's
--- rows of tables gone, only when p_tidy (the agent's last statement of a round). Only the agent may call it
--- (a role that may update the leader lease, as the agents' roles must: checked for the session's
--- role).
+-- arguments no view reads (theirs, and those p_views names: pgjobs_call_<OID>.args_<hex>), then,
+-- when p_tidy (the agent's last statement of a round), the call schemas left empty of roles that
+-- have no job and the queue's rows of tables gone. It returns how many views it dropped
+-- (dropped); how many views and tables it left because another session held them or something
+-- of a role's hangs on them (held: found in pg_locks before each loop, a lock waited for 1 ms, or
+-- a dependency); how many tries failed otherwise (failed); and how many it left for the time
+-- budget (deferred): it tries the owners' views in turns, one of each owner's then the next, no
+-- more of an owner's once its tries took p_each_budget in all beyond 10 ms each (the tables' tries
+-- counted apart: only their owner may lock them), and none once the sweep took p_budget. What it
+-- leaves is tried again at a later sweep. Only the agent may call it (a role that may update the
+-- leader lease, as the agents' roles must: checked for the session's role).
 CREATE FUNCTION pgjobs.pgj_call_views_sweep_(p_views text[], p_budget interval,
     p_each_budget interval DEFAULT '500 ms', p_tidy boolean DEFAULT true, OUT dropped int, OUT held int, OUT deferred int,
     OUT failed int)
