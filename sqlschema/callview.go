@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math/rand/v2"
 	"regexp"
 	"strings"
 	"time"
@@ -75,16 +76,16 @@ const CallViewsDropBudget = 5 * time.Second
 // schemas left empty of roles that have no job (at the last statement). Since schema version 17
 // each statement has the views of one owner (its call schema), CallViewsDropMax at most, so that
 // what a role does to one drop rolls back no other role's views; the owners take turns, a
-// statement each, and no statement is sent once the drop took CallViewsDropBudget, or ctx ended,
-// the rest left for a later drop. A statement
-// waits for no view or table another session holds and stops trying an owner's once its tries
-// took 0.5 s (beyond 10 ms each). A statement that fails does not keep the next from running. Only
-// an agent's role may (one that may update the leader lease).
+// statement each, starting at any owner (at random, so that no owner comes last every round), and
+// no statement is sent once the drop took CallViewsDropBudget, or ctx ended, the rest left for a
+// later drop. A statement waits for no view or table another session holds and stops trying an
+// owner's once its tries took 0.5 s (beyond 10 ms each). A statement that fails does not keep the
+// next from running. Only an agent's role may (one that may update the leader lease).
 func CallViewsDrop(ctx context.Context, q DB, views []string) (CallViewsSwept, error) {
 	var swept CallViewsSwept
 	var failed []error
 	began := time.Now()
-	batches := ownerBatches(views)
+	batches := ownerBatches(views, rand.IntN(len(views)+1)) // a round starts at any owner
 	for i, batch := range batches {
 		left := CallViewsDropBudget - time.Since(began)
 		if left <= 0 || ctx.Err() != nil {
@@ -108,8 +109,8 @@ func CallViewsDrop(ctx context.Context, q DB, views []string) (CallViewsSwept, e
 
 // ownerBatches returns views (schema.name) in batches of one schema each, CallViewsDropMax at
 // most, in turns of their schemas: the first batch of each schema, in the order the schemas first
-// come, then the second of each, and so on.
-func ownerBatches(views []string) [][]string {
+// come starting at the start-th schema (modulo their number), then the second of each, and so on.
+func ownerBatches(views []string, start int) [][]string {
 	var order []string
 	bySchema := make(map[string][]string)
 	for _, v := range views {
@@ -118,6 +119,10 @@ func ownerBatches(views []string) [][]string {
 			order = append(order, schema)
 		}
 		bySchema[schema] = append(bySchema[schema], v)
+	}
+	if len(order) > 0 {
+		k := start % len(order)
+		order = append(order[k:], order[:k]...)
 	}
 	var batches [][]string
 	for more := true; more; {
