@@ -63,6 +63,17 @@ AS $$
 $$;
 REVOKE ALL ON FUNCTION pgjobs.pgj_call_type_used_(oid) FROM PUBLIC;
 
+-- pgj_call_spent_ returns p_spent (by role OID, the seconds its tries took beyond 10 ms each: a try
+-- takes a few ms unless it waits for a lock) with the try of role p_of begun at p_since added.
+CREATE FUNCTION pgjobs.pgj_call_spent_(p_spent jsonb, p_of oid, p_since timestamptz) RETURNS jsonb
+LANGUAGE sql
+SET search_path = pg_catalog, pg_temp
+AS $$
+    SELECT jsonb_set(p_spent, ARRAY[p_of::text], to_jsonb(coalesce((p_spent ->> p_of::text)::float8, 0)
+                     + greatest(extract(epoch FROM clock_timestamp() - p_since) - 0.01, 0)))
+$$;
+REVOKE ALL ON FUNCTION pgjobs.pgj_call_spent_(jsonb, oid, timestamptz) FROM PUBLIC;
+
 -- pgj_call_views_sweep_ drops those of views p_views (which the agent found no job used, a while
 -- before) that no job uses now, at most 200, with their rows of arguments, then the tables of
 -- arguments no view reads (theirs, and those p_views names: pgjobs_call_<OID>.args_<hex>), then,
@@ -157,8 +168,7 @@ BEGIN
         WHEN OTHERS THEN
             failed := failed + 1; -- renamed or dropped meanwhile, or its owner made something on it: tried again later
         END;
-        spent := jsonb_set(spent, ARRAY[v.owner::text], to_jsonb(coalesce((spent ->> v.owner::text)::float8, 0)
-                           + greatest(extract(epoch FROM clock_timestamp() - try) - 0.01, 0)));
+        spent := pgjobs.pgj_call_spent_(spent, v.owner, try);
     END LOOP;
     -- the tables of arguments of the views dropped, and those given, once no view reads them (a
     -- role's views all went with DROP OWNED), and nothing else hangs on them (a trigger would go
@@ -210,8 +220,7 @@ BEGIN
         WHEN OTHERS THEN
             failed := failed + 1; -- a view was made on it meanwhile: tried again later
         END;
-        spent := jsonb_set(spent, ARRAY[v.owner::text], to_jsonb(coalesce((spent ->> v.owner::text)::float8, 0)
-                           + greatest(extract(epoch FROM clock_timestamp() - try) - 0.01, 0)));
+        spent := pgjobs.pgj_call_spent_(spent, v.owner, try);
     END LOOP;
     IF NOT p_tidy THEN
         RETURN; -- the schemas and the queue at the round's last statement
