@@ -6,6 +6,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/jackc/pgx/v5"
 	"github.com/pgjobs/pgjobs/sqlschema"
 )
 
@@ -20,12 +21,8 @@ func TestDropSkipsWhatARoleHolds(t *testing.T) {
 	alice, bob := cluster.NewRole(t, "alice", db), cluster.NewRole(t, "bob", db)
 	aliceConn, bobConn := cluster.ConnectAs(t, db, alice), cluster.ConnectAs(t, db, bob)
 	const former = 60
-	mustExec(t, aliceConn, "SELECT pgj_create_job('Hold', 'f(0, ''secret'')', null, null)")
-	for i := 1; i <= former; i++ {
-		mustExec(t, aliceConn, fmt.Sprintf("SELECT pgj_update_job('Hold', null, 'f(%d, ''secret'')', null)", i))
-	}
-	mustExec(t, bobConn, "SELECT pgj_create_job('Free', 'f(0, ''x'')', null, null)")
-	mustExec(t, bobConn, "SELECT pgj_update_job('Free', null, 'f(1, ''x'')', null)")
+	setCalls(t, aliceConn, "Hold", former)
+	setCalls(t, bobConn, "Free", 1)
 	orphans, err := sqlschema.CallViewsOrphaned(ctx, super)
 	if err != nil || len(orphans) != former+1 {
 		t.Fatalf("orphaned: %d, %v; want %d", len(orphans), err, former+1)
@@ -150,14 +147,8 @@ func TestDropBudgets(t *testing.T) {
 	db, super := apiDatabase(t)
 	alice, bob := cluster.NewRole(t, "alice", db), cluster.NewRole(t, "bob", db)
 	aliceConn, bobConn := cluster.ConnectAs(t, db, alice), cluster.ConnectAs(t, db, bob)
-	mustExec(t, aliceConn, "SELECT pgj_create_job('A', 'f(0, ''a'')', null, null)")
-	for i := 1; i <= 3; i++ {
-		mustExec(t, aliceConn, fmt.Sprintf("SELECT pgj_update_job('A', null, 'f(%d, ''a'')', null)", i))
-	}
-	mustExec(t, bobConn, "SELECT pgj_create_job('B', 'f(0, ''b'')', null, null)")
-	for i := 1; i <= 2; i++ {
-		mustExec(t, bobConn, fmt.Sprintf("SELECT pgj_update_job('B', null, 'f(%d, ''b'')', null)", i))
-	}
+	setCalls(t, aliceConn, "A", 3)
+	setCalls(t, bobConn, "B", 2)
 	sweep := func(budget, ownerBudget string) (s sqlschema.CallViewsSwept) {
 		t.Helper()
 		orphans, err := sqlschema.CallViewsOrphaned(ctx, super)
@@ -197,8 +188,7 @@ func TestDropOutlivesHeldQueueRows(t *testing.T) {
 	db, super := apiDatabase(t)
 	alice, bob := cluster.NewRole(t, "alice", db), cluster.NewRole(t, "bob", db)
 	aliceConn, bobConn := cluster.ConnectAs(t, db, alice), cluster.ConnectAs(t, db, bob)
-	mustExec(t, aliceConn, "SELECT pgj_create_job('A', 'f(0, ''a'')', null, null)")
-	mustExec(t, aliceConn, "SELECT pgj_update_job('A', null, 'f(1, ''a'')', null)")
+	setCalls(t, aliceConn, "A", 1)
 	orphans, err := sqlschema.CallViewsOrphaned(ctx, super)
 	if err != nil {
 		t.Fatal(err)
@@ -222,8 +212,7 @@ func TestDropOutlivesHeldQueueRows(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	mustExec(t, bobConn, "SELECT pgj_create_job('B', 'f(0, ''b'')', null, null)")
-	mustExec(t, bobConn, "SELECT pgj_update_job('B', null, 'f(1, ''b'')', null)")
+	setCalls(t, bobConn, "B", 1)
 	if orphans, err = sqlschema.CallViewsOrphaned(ctx, super); err != nil {
 		t.Fatal(err)
 	}
@@ -238,7 +227,7 @@ func TestDropOutlivesHeldQueueRows(t *testing.T) {
 	}
 	// Her row names a table gone: her next call forgets it (version 16 failed: "null values
 	// cannot be formatted as an SQL identifier").
-	mustExec(t, aliceConn, "SELECT pgj_update_job('A', null, 'f(2, ''a'')', null)")
+	mustExec(t, aliceConn, "SELECT pgj_update_job('A', null, 'f(9, ''A'')', null)")
 	if got := queryString(t, super, "SELECT count(*)::text FROM pgjobs.pgj_call_gone_ WHERE goneowner = $1::regrole", alice); got != "0" {
 		t.Fatalf("alice's queued rows after her call: %s, want 0", got)
 	}
@@ -260,8 +249,7 @@ func TestDropLeavesWhatUsesARowType(t *testing.T) {
 	former := readBoundJob(t, super, "A").view
 	mustExec(t, aliceConn, "SELECT pgj_update_job('A', null, 'f(1, ''a'')', null)")
 	mustExec(t, aliceConn, "CREATE TEMP TABLE uses_view (c "+former+")")
-	mustExec(t, bobConn, "SELECT pgj_create_job('B', 'f(0, ''b'')', null, null)")
-	mustExec(t, bobConn, "SELECT pgj_update_job('B', null, 'f(1, ''b'')', null)")
+	setCalls(t, bobConn, "B", 1)
 	orphans, err := sqlschema.CallViewsOrphaned(ctx, super)
 	if err != nil {
 		t.Fatal(err)
@@ -332,5 +320,15 @@ func TestHeldMapsWhatDropLocks(t *testing.T) {
 	}
 	if got := queryString(t, super, "SELECT array_to_string(proconfig, ' ') FROM pg_proc WHERE oid = 'pgjobs.pgj_call_views_sweep_'::regproc"); !strings.Contains(got, "lock_timeout=1ms") {
 		t.Fatalf("the sweep's settings: %s, want lock_timeout=1ms", got)
+	}
+}
+
+// setCalls makes job (its call f(0, 'job')) on conn and sets its call again former times, leaving
+// former views of its owner's.
+func setCalls(t *testing.T, conn *pgx.Conn, job string, former int) {
+	t.Helper()
+	mustExec(t, conn, fmt.Sprintf("SELECT pgj_create_job('%s', 'f(0, ''%s'')', null, null)", job, job))
+	for i := 1; i <= former; i++ {
+		mustExec(t, conn, fmt.Sprintf("SELECT pgj_update_job('%s', null, 'f(%d, ''%s'')', null)", job, i, job))
 	}
 }
