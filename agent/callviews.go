@@ -2,8 +2,10 @@ package agent
 
 import (
 	"context"
+	"fmt"
 	"time"
 
+	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/pgjobs/pgjobs/agent/agentlog"
 	"github.com/pgjobs/pgjobs/sqlschema"
@@ -15,8 +17,13 @@ import (
 // reloads on a change (reloaded), it lists the views no job uses (and, since schema version 16,
 // the tables of arguments no view reads and the call schemas left empty of roles without jobs),
 // and drops them CallViewsGrace later if no job uses them then (a run of a job loaded before the
-// change may start on its old view until the reload that brings the change). It sends no
-// statement while nothing changes.
+// change may start on its old view until the reload that brings the change). At each prune
+// (sweepDue, at most hourly) it drops those listed at the one before, which a run held then. It
+// sends no statement while nothing changes.
+//
+// The drops are its alone, on a session of their own (sweepCallViews): a role can make a drop of
+// its own former views run long (a DROP walks, uninterruptibly, what the role made depend on a
+// view since it was checked), which must not keep a record session, the upkeep or a term's start.
 func (a *dbAgent) callViews(ctx context.Context, records *pgxpool.Pool, reloaded <-chan struct{}) error {
 	var due <-chan time.Time
 	var listed []string
@@ -36,9 +43,11 @@ func (a *dbAgent) callViews(ctx context.Context, records *pgxpool.Pool, reloaded
 			if len(orphans) > 0 {
 				listed, due = orphans, time.After(a.opt.CallViewsGrace)
 			}
+		case <-a.sweepDue:
+			a.orphanViews = a.sweepCallViews(ctx, records, a.orphanViews) // those left after the last change
 		case <-due:
 			due = nil
-			left := a.dropCallViews(ctx, records, listed)
+			left := a.sweepCallViews(ctx, records, listed)
 			// views orphaned since the list: another round; those a run held wait for the next
 			// change, or for the hourly prune
 			if newer := without(left, listed); len(newer) > 0 {
@@ -48,10 +57,44 @@ func (a *dbAgent) callViews(ctx context.Context, records *pgxpool.Pool, reloaded
 	}
 }
 
-// dropCallViews drops those of listed (views of former calls found unused a while ago) that no
-// job uses, and returns the views no job uses now, for the next drop.
-func (a *dbAgent) dropCallViews(ctx context.Context, records *pgxpool.Pool, listed []string) []string {
-	swept, err := sqlschema.CallViewsDrop(ctx, records, listed)
+// sweepCallViews drops those of listed (views of former calls found unused a while ago) that no
+// job uses, on a session of its own, and returns the views no job uses now (listed again from
+// records), for the next drop. Without a session (none left in the server's budget, or the
+// connection failed) it drops nothing and returns listed, for the next.
+func (a *dbAgent) sweepCallViews(ctx context.Context, records *pgxpool.Pool, listed []string) []string {
+	if len(listed) > 0 {
+		if err := a.dropCallViews(ctx, listed); err != nil {
+			a.logf(agentlog.LevelError, agentlog.StatusFiring, "%v", err)
+			return listed
+		}
+	}
+	orphans, err := sqlschema.CallViewsOrphaned(ctx, records)
+	if err != nil {
+		a.logf(agentlog.LevelError, agentlog.StatusFiring, "%v", err)
+	}
+	return orphans
+}
+
+// dropCallViews drops those of listed that no job uses on a session it opens for it, in the
+// server's budget, and closes after: it fails only when it has no session.
+func (a *dbAgent) dropCallViews(ctx context.Context, listed []string) error {
+	unreserve, ok := a.budget.Reserve(1)
+	defer unreserve()
+	if !ok {
+		size, fixed := a.budget.Size()
+		return fmt.Errorf("no session left in the server's budget (%d, of which the agents' own take %d) to drop %d views of former job calls: tried again at the next drop; raise the sessions setting or max_connections", size, fixed, len(listed))
+	}
+	cfg, err := a.connConfig("")
+	if err != nil {
+		return err
+	}
+	cfg.RuntimeParams["application_name"] = applicationName(a.db.ID) + " sweep"
+	conn, err := pgx.ConnectConfig(ctx, cfg)
+	if err != nil {
+		return fmt.Errorf("open a session to drop %d views of former job calls (tried again at the next drop): %w", len(listed), err)
+	}
+	defer conn.Close(context.Background())
+	swept, err := sqlschema.CallViewsDrop(ctx, conn, listed)
 	if err != nil {
 		a.logf(agentlog.LevelError, agentlog.StatusFiring, "%v", err)
 	}
@@ -62,14 +105,10 @@ func (a *dbAgent) dropCallViews(ctx context.Context, records *pgxpool.Pool, list
 		a.logf(agentlog.LevelInfo, agentlog.StatusFiring, "left %d views or tables of former job calls that other sessions held or something hangs on, %d whose drop failed, and %d past the drop's time budget, for a later drop",
 			swept.Held, swept.Failed, swept.Deferred)
 	}
-	if len(listed) > 0 && a.opt.OnCallViewsDropped != nil {
+	if a.opt.OnCallViewsDropped != nil {
 		a.opt.OnCallViewsDropped(a.db.ID, swept.Dropped)
 	}
-	orphans, err := sqlschema.CallViewsOrphaned(ctx, records)
-	if err != nil {
-		a.logf(agentlog.LevelError, agentlog.StatusFiring, "%v", err)
-	}
-	return orphans
+	return nil
 }
 
 // without returns the views of views that are not in old.

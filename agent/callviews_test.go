@@ -1,6 +1,7 @@
 package agent_test
 
 import (
+	"github.com/jackc/pgx/v5"
 	"testing"
 	"time"
 
@@ -51,4 +52,59 @@ func TestFormerCallViewsAreDropped(t *testing.T) {
 	if exists(first) || exists(k) || !exists(view("J")) {
 		t.Fatalf("after the drop: J's former view there %v, K's %v, J's view %v", exists(first), exists(k), exists(view("J")))
 	}
+}
+
+// TestSweepHasASessionOfItsOwn: a drop of former views that runs long (a role can make a drop of
+// its own former views do so: the DROP walks, uninterruptibly, what the role made depend on a view
+// after the sweep checked it) runs on a session of its own, "pgjobsagent N sweep", in the server's
+// budget: not on one of the two record sessions, which the runs' records and plans, the upkeep and
+// the answers to the standbys need. The runs go on and are recorded meanwhile, and a term that ends
+// does not wait for it: the next leads at once.
+func TestSweepHasASessionOfItsOwn(t *testing.T) {
+	t.Parallel()
+	db := newTestDB(t)
+	db.exec(t, `SELECT pgj_create_schedule('Every1', 'I 0:01'), pgj_create_job('J', 'note(''first'')', null, null),
+		pgj_create_job('Tick', 'note(''Tick'')', null, 'Every1')`)
+	// a sweep as long as the longest walk a role made (the fourth review of schema version 17)
+	db.exec(t, `CREATE OR REPLACE FUNCTION pgjobs.pgj_call_views_sweep_(p_views text[], p_budget interval,
+			p_each_budget interval DEFAULT '500 ms', p_tidy boolean DEFAULT true, OUT dropped int, OUT held int, OUT deferred int,
+			OUT failed int)
+		LANGUAGE plpgsql AS $$ BEGIN PERFORM pg_sleep(60); dropped := 0; held := 0; deferred := 0; failed := 0; END $$`)
+	clock := fakeclock.New(t0)
+	_, logs := startAgentWith(t, clock, func(o *agent.Options) { o.CallViewsGrace = 200 * time.Millisecond }, db)
+	if !logs.wait(t, 1, agent.EventActive, 10*time.Second) {
+		t.Fatalf("the agent did not lead:\n%s", logs.String())
+	}
+	db.exec(t, "SELECT pgj_update_job('J', null, 'note(''second'')', null)")
+	var sweepers []string
+	if !eventually(t, 15*time.Second, "the sweep's statement", func() bool {
+		rows, _ := db.conn.Query(t.Context(), `SELECT application_name FROM pg_stat_activity
+			WHERE datname = current_database() AND state = 'active' AND query LIKE '%pgj_call_views_sweep_%' AND pid <> pg_backend_pid()`)
+		var err error
+		if sweepers, err = pgx.CollectRows(rows, pgx.RowTo[string]); err != nil {
+			t.Fatal(err)
+		}
+		return len(sweepers) > 0
+	}) {
+		t.Fatalf("no sweep ran:\n%s", logs.String())
+	}
+	if len(sweepers) != 1 || sweepers[0] != "pgjobsagent 1 sweep" {
+		t.Fatalf("the sweep ran on the sessions %q, want one of its own (pgjobsagent 1 sweep)", sweepers)
+	}
+	tick := func(i int) {
+		t.Helper()
+		at := t0.Add(time.Duration(i) * time.Minute)
+		mustSleepUntil(t, clock, at)
+		clock.Set(at)
+		db.waitRuns(t, i)
+	}
+	tick(1)
+	tick(2)
+	endLeaderSession(t, db) // not the sweep's
+	mustSleepUntil(t, clock, clock.Now().Add(200*time.Millisecond)) // the pause before the agent connects again
+	clock.Advance(200 * time.Millisecond)
+	if !eventually(t, 10*time.Second, "a second term", func() bool { return logs.count(1, agent.EventActive) == 2 }) {
+		t.Fatalf("the agent did not lead again during the sweep:\n%s", logs.String())
+	}
+	tick(3)
 }

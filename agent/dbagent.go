@@ -58,8 +58,10 @@ type dbAgent struct {
 	pruned time.Time // when old runs were last deleted; the upkeep's
 	// orphanViews are the views of former calls no job used at the last prune, dropped at the next
 	// if still unused: a run of a job loaded before its call changed may use its old view meanwhile.
-	// The upkeep's.
+	// The callViews service's.
 	orphanViews []string
+	// sweepDue tells the callViews service that a prune is done: its drop of orphanViews is due.
+	sweepDue chan struct{}
 
 	status  statusBoard       // where it stands, for /readyz
 	metrics *metrics.Database // nil: none
@@ -75,6 +77,7 @@ func newDBAgent(db Database, opt Options, runCtx context.Context, budget *sessio
 		scramIterations: scramIterations,
 		anchor:          opt.Start,
 		metrics:         opt.Metrics.Database(db.ID, db.name()),
+		sweepDue:        make(chan struct{}, 1),
 	}
 	a.status.s = DatabaseStatus{ID: db.ID, Database: db.name(), State: StateStarting, Since: opt.Clock.Now()}
 	a.metrics.State(false, false, false)
