@@ -101,7 +101,8 @@ func TestSweepHasASessionOfItsOwn(t *testing.T) {
 	tick(1)
 	tick(2)
 	endLeaderSession(t, db) // not the sweep's
-	mustSleepUntil(t, clock, clock.Now().Add(200*time.Millisecond)) // the pause before the agent connects again
+	// the pause before the agent connects again
+	mustSleepUntil(t, clock, clock.Now().Add(200*time.Millisecond))
 	clock.Advance(200 * time.Millisecond)
 	if !eventually(t, 10*time.Second, "a second term", func() bool { return logs.count(1, agent.EventActive) == 2 }) {
 		t.Fatalf("the agent did not lead again during the sweep:\n%s", logs.String())
