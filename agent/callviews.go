@@ -98,12 +98,12 @@ func (a *dbAgent) dropCallViews(ctx context.Context, listed []string) error {
 	if err != nil {
 		a.logf(agentlog.LevelError, agentlog.StatusFiring, "%v", err)
 	}
-	if swept.Dropped > 0 {
-		a.logf(agentlog.LevelInfo, agentlog.StatusFiring, "dropped %d views of former job calls", swept.Dropped)
+	if swept.Dropped > 0 || swept.Aside > 0 {
+		a.logf(agentlog.LevelInfo, agentlog.StatusFiring, "dropped %d views or tables of former job calls, and set %d aside for a later drop", swept.Dropped, swept.Aside)
 	}
-	if swept.Held > 0 || swept.Deferred > 0 || swept.Failed > 0 {
-		a.logf(agentlog.LevelInfo, agentlog.StatusFiring, "left %d views or tables of former job calls that other sessions held or something hangs on, %d whose drop failed, and %d past the drop's time budget, for a later drop",
-			swept.Held, swept.Failed, swept.Deferred)
+	if swept.Held > 0 || swept.Deferred > 0 || swept.Failed > 0 || swept.Waiting > 0 {
+		a.logf(agentlog.LevelInfo, agentlog.StatusFiring, "left %d views or tables of former job calls that other sessions held or something hangs on, %d whose drop failed, %d past the drop's time budget, and %d set aside while transactions that were open then still are, for a later drop",
+			swept.Held, swept.Failed, swept.Deferred, swept.Waiting)
 	}
 	if a.opt.OnCallViewsDropped != nil {
 		a.opt.OnCallViewsDropped(a.db.ID, swept.Dropped)

@@ -66,10 +66,10 @@ func TestSweepHasASessionOfItsOwn(t *testing.T) {
 	db.exec(t, `SELECT pgj_create_schedule('Every1', 'I 0:01'), pgj_create_job('J', 'note(''first'')', null, null),
 		pgj_create_job('Tick', 'note(''Tick'')', null, 'Every1')`)
 	// a sweep as long as the longest walk a role made (the fourth review of schema version 17)
-	db.exec(t, `CREATE OR REPLACE FUNCTION pgjobs.pgj_call_views_sweep_(p_views text[], p_budget interval,
-			p_each_budget interval DEFAULT '500 ms', p_tidy boolean DEFAULT true, OUT dropped int, OUT held int, OUT deferred int,
-			OUT failed int)
-		LANGUAGE plpgsql AS $$ BEGIN PERFORM pg_sleep(60); dropped := 0; held := 0; deferred := 0; failed := 0; END $$`)
+	db.exec(t, `CREATE OR REPLACE FUNCTION pgjobs.pgj_call_sweep_(p_views text[], p_budget interval,
+			p_each_budget interval DEFAULT '500 ms', p_tidy boolean DEFAULT false, OUT aside int, OUT dropped int, OUT held int,
+			OUT deferred int, OUT waiting int, OUT failed int)
+		LANGUAGE plpgsql AS $$ BEGIN PERFORM pg_sleep(60); aside := 0; dropped := 0; held := 0; deferred := 0; waiting := 0; failed := 0; END $$`)
 	clock := fakeclock.New(t0)
 	_, logs := startAgentWith(t, clock, func(o *agent.Options) { o.CallViewsGrace = 200 * time.Millisecond }, db)
 	if !logs.wait(t, 1, agent.EventActive, 10*time.Second) {
@@ -79,7 +79,7 @@ func TestSweepHasASessionOfItsOwn(t *testing.T) {
 	var sweepers []string
 	if !eventually(t, 15*time.Second, "the sweep's statement", func() bool {
 		rows, _ := db.conn.Query(t.Context(), `SELECT application_name FROM pg_stat_activity
-			WHERE datname = current_database() AND state = 'active' AND query LIKE '%pgj_call_views_sweep_%' AND pid <> pg_backend_pid()`)
+			WHERE datname = current_database() AND state = 'active' AND query LIKE '%pgj_call_sweep_%' AND pid <> pg_backend_pid()`)
 		var err error
 		if sweepers, err = pgx.CollectRows(rows, pgx.RowTo[string]); err != nil {
 			t.Fatal(err)

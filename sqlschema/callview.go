@@ -58,53 +58,100 @@ func CallViewsOrphaned(ctx context.Context, q DB) ([]string, error) {
 // its locks to the end of its transaction, in the server's shared lock table.
 const CallViewsDropMax = 200
 
-// CallViewsSwept is what CallViewsDrop did: the views it dropped, and the views and tables it
-// left for a later drop: because another session held them (a run of a former call, or a role's
-// lock) or something of a role's hangs on them (Held), because their try failed otherwise
-// (Failed), or for its time budget (Deferred).
+// CallViewsSwept is what CallViewsDrop did with views and tables of former calls: those it set
+// aside (Aside) and dropped (Dropped), and those it left for a later drop: because another session held it (a run
+// of a former call, or a role's lock) or something of a role's hangs on it (Held), because its try
+// failed otherwise (Failed), for its time budget (Deferred), or because a transaction open when it
+// was set aside is still open (Waiting).
 type CallViewsSwept struct {
-	Dropped, Held, Deferred, Failed int
+	Aside, Dropped, Held, Deferred, Waiting, Failed int
 }
 
-// CallViewsDropBudget is how long one CallViewsDrop sends statements: it keeps a record session of
-// the agent that long, and for its last statement's last try and fixed work, whatever locks roles
+func (s *CallViewsSwept) add(o CallViewsSwept) {
+	s.Aside += o.Aside
+	s.Dropped += o.Dropped
+	s.Held += o.Held
+	s.Deferred += o.Deferred
+	s.Waiting += o.Waiting
+	s.Failed += o.Failed
+}
+
+// CallViewsDropBudget is how long one CallViewsDrop sends statements: it keeps a session of the
+// agent that long, and for its last statement's last try and fixed work, whatever locks roles
 // hold (each lock is waited for 1 ms at most).
 const CallViewsDropBudget = 5 * time.Second
 
-// CallViewsDrop drops those of views (from CallViewsOrphaned) that no job uses now, with their rows
-// of arguments, then the tables of arguments no view reads (among views, too), then the call
-// schemas left empty of roles that have no job (at the last statement). Since schema version 17
-// each statement has the views of one owner (its call schema), CallViewsDropMax at most, so that
-// what a role does to one drop rolls back no other role's views; the owners take turns, a
-// statement each, starting at any owner (at random, so that no owner comes last every round), and
-// no statement is sent once the drop took CallViewsDropBudget, or ctx ended, the rest left for a
-// later drop. A statement waits for no view or table another session holds and stops trying an
-// owner's once its tries took 0.5 s (beyond 10 ms each). A statement that fails does not keep the
-// next from running. Only an agent's role may (one that may update the leader lease).
+// setAside is the schema where CallViewsDrop sets former views and tables aside (schema version
+// 18), which no role may use.
+const setAside = "pgjobs_gone"
+
+// CallViewsDrop drops the views and tables of former calls of views (from CallViewsOrphaned) that no
+// job uses now, in two steps (schema version 18): a view or table, once nothing of a role's hangs on
+// it, is first set aside into a schema no role may use, where no role can name it or its types any
+// more; it is dropped, checked again, by a later statement, once every transaction that was open
+// when it was set aside has ended (this call's last statement, when none was, or a later call's).
+// Each statement that sets aside has the views of one owner (its call schema), CallViewsDropMax at
+// most, so that what a role does to one statement rolls back no other role's; the owners take
+// turns, a statement each, starting at any owner (at random, so that no owner comes last every
+// round). The last statement drops what is due of what is set aside (views and tables listed in
+// views as pgjobs_gone.* or set aside by this call), then the call schemas left empty of roles that
+// have no job. No statement is sent once the drop took CallViewsDropBudget, but the last, nor any
+// once ctx ended, the rest left for a later drop. A statement waits for no view or table another
+// session holds and stops trying an owner's once its tries took 0.5 s (beyond 10 ms each). A
+// statement that fails does not keep the next from running. Only an agent's role may (one that may
+// update the leader lease).
 func CallViewsDrop(ctx context.Context, q DB, views []string) (CallViewsSwept, error) {
 	var swept CallViewsSwept
+	if len(views) == 0 {
+		return swept, nil
+	}
 	var failed []error
 	began := time.Now()
-	batches := ownerBatches(views, rand.IntN(len(views)+1)) // a round starts at any owner
+	var former []string
+	for _, v := range views {
+		if schema, _, _ := strings.Cut(v, "."); schema != setAside {
+			former = append(former, v)
+		}
+	}
+	batches := ownerBatches(former, rand.IntN(len(former)+1)) // a round starts at any owner
 	for i, batch := range batches {
-		left := CallViewsDropBudget - time.Since(began)
-		if left <= 0 || ctx.Err() != nil {
+		if time.Since(began) >= CallViewsDropBudget || ctx.Err() != nil {
 			for _, b := range batches[i:] {
 				swept.Deferred += len(b)
 			}
 			break
 		}
-		var s CallViewsSwept
-		if err := q.QueryRow(ctx, query("call_views_drop"), batch, float64(left)/float64(time.Millisecond), i == len(batches)-1).Scan(&s.Dropped, &s.Held, &s.Deferred, &s.Failed); err != nil {
-			// the next statements may drop theirs: this one's views are tried again later
-			failed = append(failed, fmt.Errorf("drop the views of former calls %s to %s: %w", batch[0], batch[len(batch)-1], err))
+		s, err := callViewsSweep(ctx, q, batch, began, false)
+		if err != nil {
+			// the next statements may set theirs aside: this one's views are tried again later
+			failed = append(failed, fmt.Errorf("set aside the views of former calls %s to %s: %w", batch[0], batch[len(batch)-1], err))
 		}
-		swept.Dropped += s.Dropped
-		swept.Held += s.Held
-		swept.Deferred += s.Deferred
-		swept.Failed += s.Failed
+		swept.add(s)
+	}
+	// the drop of what is set aside, CallViewsDropMax a statement, at least one statement
+	for more := true; more && ctx.Err() == nil; {
+		s, err := callViewsSweep(ctx, q, nil, began, true)
+		if err != nil {
+			failed = append(failed, fmt.Errorf("drop the views of former calls set aside: %w", err))
+			break
+		}
+		swept.add(s)
+		more = s.Dropped > 0 && s.Deferred > 0 && time.Since(began) < CallViewsDropBudget
+		if more {
+			swept.Deferred -= s.Deferred // counted by the next statement
+		}
 	}
 	return swept, errors.Join(failed...)
+}
+
+// callViewsSweep sends one statement of CallViewsDrop, which began at began: it sets views aside,
+// or, when tidy, drops what is set aside.
+func callViewsSweep(ctx context.Context, q DB, views []string, began time.Time, tidy bool) (CallViewsSwept, error) {
+	var s CallViewsSwept
+	left := max(CallViewsDropBudget-time.Since(began), 0)
+	err := q.QueryRow(ctx, query("call_views_drop"), views, float64(left)/float64(time.Millisecond), tidy).
+		Scan(&s.Aside, &s.Dropped, &s.Held, &s.Deferred, &s.Waiting, &s.Failed)
+	return s, err
 }
 
 // ownerBatches returns views (schema.name) in batches of one schema each, CallViewsDropMax at

@@ -56,57 +56,60 @@ func TestDropSkipsWhatARoleHolds(t *testing.T) {
 	}
 	// Version 16 needed 6 s here (100 ms a view): the statement would be cancelled. Now every
 	// view she holds is left at once, without a lock wait (one would count in the owner's budget
-	// and leave the rest of hers deferred), and bob's former view goes.
+	// and leave the rest of hers deferred), and bob's former view is set aside, to be dropped once
+	// the transactions open then (alice's) have ended.
 	mustExec(t, super, "SET statement_timeout = '3s'")
-	if swept, err := sqlschema.CallViewsDrop(ctx, super, orphans); err != nil || swept != (sqlschema.CallViewsSwept{Dropped: 1, Held: former}) {
-		t.Fatalf("drop while alice holds her %d former views: %+v, %v; want bob's 1 dropped, her %d held", former, swept, err, former)
+	if swept, err := sqlschema.CallViewsDrop(ctx, super, orphans); err != nil || swept != (sqlschema.CallViewsSwept{Aside: 1, Held: former, Waiting: 1}) {
+		t.Fatalf("drop while alice holds her %d former views: %+v, %v; want bob's 1 set aside, her %d held", former, swept, err, former)
 	}
-	if left, err := sqlschema.CallViewsOrphaned(ctx, super); err != nil || strings.Join(left, " ") != strings.Join(hers, " ") {
-		t.Fatalf("left after the drop: %v, %v; want alice's %d", left, err, former)
+	bobsAside := "pgjobs_gone." + strings.Split(bobsFormer(orphans, aliceSchema), ".")[1]
+	if left, err := sqlschema.CallViewsOrphaned(ctx, super); err != nil || strings.Join(left, " ") != strings.Join(append(hers, bobsAside), " ") {
+		t.Fatalf("left after the drop: %v, %v; want alice's %d and bob's set aside", left, err, former)
 	}
 	if err := holding.Rollback(ctx); err != nil {
 		t.Fatal(err)
 	}
 
-	// Her job dropped, her views go but her table of arguments, which she holds now,
+	// Her job dropped, her views are set aside, bob's dropped; her table of arguments, which her
+	// views set aside still read, stays
 	mustExec(t, aliceConn, "SELECT pgj_drop_job('Hold')")
-	orphans, err = sqlschema.CallViewsOrphaned(ctx, super)
-	if err != nil || len(orphans) != former+1 {
-		t.Fatalf("orphaned after alice's drop: %d, %v; want %d", len(orphans), err, former+1)
+	if swept := sweepAgain(t, super); swept != (sqlschema.CallViewsSwept{Aside: former + 1, Dropped: former + 2}) {
+		t.Fatalf("drop of alice's views once she let go: %+v; want %d set aside, and dropped with bob's", swept, former+1)
 	}
 	table := queryString(t, super, `SELECT string_agg(n.nspname || '.' || c.relname, ' ') FROM pg_class c
 		JOIN pg_namespace n ON n.oid = c.relnamespace WHERE n.nspname = $1 AND c.relkind = 'r'`, aliceSchema)
 	if strings.Contains(table, " ") || !strings.Contains(table, ".args_") {
 		t.Fatalf("alice's tables of arguments: %q, want one", table)
 	}
+	orphans, err = sqlschema.CallViewsOrphaned(ctx, super)
+	if err != nil || strings.Join(orphans, " ") != table {
+		t.Fatalf("orphaned once her views went: %v, %v; want her table %s", orphans, err, table)
+	}
 	holding, err = aliceConn.Begin(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer holding.Rollback(ctx)
-	// by a lock on its primary key's index alone (COMMENT ON INDEX, as its owner), which DROP
-	// TABLE takes too: the table is left, as held in pg_locks (or after a wait of 1 ms at most:
-	// a role that committed columns of the table's row type during version 17's first waits of
-	// 100 ms made the DROP walk them all, the fourth review of version 17)
+	// she holds it by a lock on its primary key's index alone (COMMENT ON INDEX, as its owner),
+	// which DROP TABLE takes too: the table is left, as held in pg_locks (or after a wait of 1 ms
+	// at most: a role that committed columns of the table's row type during version 17's first
+	// waits of 100 ms made the DROP walk them all, the fourth review of version 17)
 	pkey := queryString(t, super, "SELECT i.indexrelid::regclass::text FROM pg_index i WHERE i.indrelid = $1::regclass", table)
 	if _, err := holding.Exec(ctx, "COMMENT ON INDEX "+pkey+" IS 'held'"); err != nil {
 		t.Fatal(err)
 	}
-	if swept, err := sqlschema.CallViewsDrop(ctx, super, orphans); err != nil || swept != (sqlschema.CallViewsSwept{Dropped: former + 1, Held: 1}) {
-		t.Fatalf("drop of alice's views while she holds her table: %+v, %v; want %d dropped, the table held", swept, err, former+1)
+	if swept, err := sqlschema.CallViewsDrop(ctx, super, orphans); err != nil || swept != (sqlschema.CallViewsSwept{Held: 1}) {
+		t.Fatalf("drop of alice's table while she holds it: %+v, %v; want it held", swept, err)
 	}
 	if got := queryString(t, super, "SELECT (to_regclass($1) IS NOT NULL)::text", table); got != "true" {
-		t.Fatalf("alice's held table %s dropped", table)
+		t.Fatalf("alice's held table %s set aside", table)
 	}
 	if err := holding.Rollback(ctx); err != nil {
 		t.Fatal(err)
 	}
-	orphans, err = sqlschema.CallViewsOrphaned(ctx, super)
-	if err != nil || strings.Join(orphans, " ") != table {
-		t.Fatalf("orphaned once alice let go: %v, %v; want her table %s", orphans, err, table)
-	}
-	// bob holds alice's call schema, which any role may lock by name: her table goes, her
-	// schema, empty, is left (skipped as held, or after a wait of 1 ms), and goes once he lets go
+	// bob holds alice's call schema, which any role may lock by name: her table is set aside, her
+	// schema, empty, is left (skipped as held, or after a wait of 1 ms), and goes once he lets
+	// go, with her table, whose drop waited for his transaction
 	bobHolding, err := bobConn.Begin(ctx)
 	if err != nil {
 		t.Fatal(err)
@@ -115,24 +118,31 @@ func TestDropSkipsWhatARoleHolds(t *testing.T) {
 	if _, err := bobHolding.Exec(ctx, "SELECT pg_get_object_address('schema', ARRAY[$1], '{}')", aliceSchema); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := sqlschema.CallViewsDrop(ctx, super, orphans); err != nil {
-		t.Fatal(err)
+	if swept, err := sqlschema.CallViewsDrop(ctx, super, orphans); err != nil || swept != (sqlschema.CallViewsSwept{Aside: 1, Waiting: 1}) {
+		t.Fatalf("drop of alice's table while bob holds her schema: %+v, %v; want it set aside", swept, err)
 	}
 	if got := queryString(t, super, "SELECT (to_regclass($1) IS NULL)::text || ' ' || count(*)::text FROM pg_namespace WHERE nspname = $2", table, aliceSchema); got != "true 1" {
-		t.Fatalf("alice's table dropped, her schema left while bob holds it: %s", got)
+		t.Fatalf("alice's table set aside, her schema left while bob holds it: %s", got)
 	}
 	if err := bobHolding.Rollback(ctx); err != nil {
 		t.Fatal(err)
 	}
-	if orphans, err = sqlschema.CallViewsOrphaned(ctx, super); err != nil || strings.Join(orphans, " ") != aliceSchema {
-		t.Fatalf("orphaned once bob let go: %v, %v; want alice's schema", orphans, err)
-	}
-	if _, err := sqlschema.CallViewsDrop(ctx, super, orphans); err != nil {
-		t.Fatal(err)
+	if swept := sweepAgain(t, super); swept != (sqlschema.CallViewsSwept{Dropped: 1}) {
+		t.Fatalf("drop once bob let go: %+v; want alice's table dropped", swept)
 	}
 	if got := queryString(t, super, "SELECT count(*)::text FROM pg_namespace WHERE nspname = $1", aliceSchema); got != "0" {
 		t.Fatalf("alice's call schema left: %s", got)
 	}
+}
+
+// bobsFormer returns the one view of orphans that is not of schema.
+func bobsFormer(orphans []string, schema string) string {
+	for _, v := range orphans {
+		if !strings.HasPrefix(v, schema+".") {
+			return v
+		}
+	}
+	return ""
 }
 
 // TestDropBudgets: within one statement the drop tries no more of an owner's former views once
@@ -149,32 +159,45 @@ func TestDropBudgets(t *testing.T) {
 	aliceConn, bobConn := cluster.ConnectAs(t, db, alice), cluster.ConnectAs(t, db, bob)
 	setCalls(t, aliceConn, "A", 3)
 	setCalls(t, bobConn, "B", 2)
-	sweep := func(budget, ownerBudget string) (s sqlschema.CallViewsSwept) {
+	sweep := func(budget, ownerBudget string, tidy bool) (s sqlschema.CallViewsSwept) {
 		t.Helper()
 		orphans, err := sqlschema.CallViewsOrphaned(ctx, super)
 		if err != nil {
 			t.Fatal(err)
 		}
-		if err := super.QueryRow(ctx, "SELECT dropped, held, deferred, failed FROM pgjobs.pgj_call_views_sweep_($1, $2::interval, $3::interval)",
-			orphans, budget, ownerBudget).Scan(&s.Dropped, &s.Held, &s.Deferred, &s.Failed); err != nil {
+		if tidy {
+			orphans = nil
+		}
+		if err := super.QueryRow(ctx, "SELECT aside, dropped, held, deferred, waiting, failed FROM pgjobs.pgj_call_sweep_($1, $2::interval, $3::interval, $4)",
+			orphans, budget, ownerBudget, tidy).Scan(&s.Aside, &s.Dropped, &s.Held, &s.Deferred, &s.Waiting, &s.Failed); err != nil {
 			t.Fatal(err)
 		}
 		return s
 	}
-	// an owner's budget of 0: one view of each
-	if got := sweep("1 h", "0"); got != (sqlschema.CallViewsSwept{Dropped: 2, Deferred: 3}) {
-		t.Fatalf("owner budget 0: %+v; want one of each owner's dropped, 3 deferred", got)
+	// an owner's budget of 0: one view of each, set aside, then dropped
+	if got := sweep("1 h", "0", false); got != (sqlschema.CallViewsSwept{Aside: 2, Deferred: 3}) {
+		t.Fatalf("owner budget 0: %+v; want one of each owner's set aside, 3 deferred", got)
+	}
+	if got := sweep("1 h", "0", false); got != (sqlschema.CallViewsSwept{Aside: 2, Deferred: 1}) {
+		t.Fatalf("owner budget 0, again: %+v; want one of each owner's set aside, 1 deferred", got)
+	}
+	if got := sweep("1 h", "0", true); got != (sqlschema.CallViewsSwept{Dropped: 2, Deferred: 2}) {
+		t.Fatalf("owner budget 0, the drop: %+v; want one of each owner's dropped, 2 deferred", got)
 	}
 	// a statement's budget of 0: one view in all
-	if got := sweep("0", "1 h"); got != (sqlschema.CallViewsSwept{Dropped: 1, Deferred: 2}) {
-		t.Fatalf("statement budget 0: %+v; want one dropped, 2 deferred", got)
+	if got := sweep("0", "1 h", false); got != (sqlschema.CallViewsSwept{Aside: 1}) {
+		t.Fatalf("statement budget 0: %+v; want the last set aside", got)
 	}
-	if got := sweep("1 h", "1 h"); got != (sqlschema.CallViewsSwept{Dropped: 2}) {
-		t.Fatalf("budgets of an hour: %+v; want the last 2 dropped", got)
+	if got := sweep("0", "1 h", true); got != (sqlschema.CallViewsSwept{Dropped: 1, Deferred: 2}) {
+		t.Fatalf("statement budget 0, the drop: %+v; want one dropped, 2 deferred", got)
+	}
+	if got := sweep("1 h", "1 h", true); got != (sqlschema.CallViewsSwept{Dropped: 2}) {
+		t.Fatalf("budgets of an hour, the drop: %+v; want the last 2 dropped", got)
 	}
 	// the agent's own calls go through CallViewsDrop, within CallViewsDropBudget; the former
-	// version is no longer any role's to call
+	// versions are no longer any role's to call
 	wantError(t, bobConn, "SELECT pgjobs.pgj_call_views_drop_('{}')", "42501", "permission denied for function pgj_call_views_drop_")
+	wantError(t, bobConn, "SELECT pgjobs.pgj_call_views_sweep_('{}', '1 s')", "42501", "permission denied for function pgj_call_views_sweep_")
 }
 
 // TestDropOutlivesHeldQueueRows: the rows of a former view the agent dropped stay queued until
@@ -216,14 +239,18 @@ func TestDropOutlivesHeldQueueRows(t *testing.T) {
 	if orphans, err = sqlschema.CallViewsOrphaned(ctx, super); err != nil {
 		t.Fatal(err)
 	}
-	if swept, err := sqlschema.CallViewsDrop(ctx, super, orphans); err != nil || swept.Dropped != 1 {
-		t.Fatalf("drop while alice holds her queued row: %+v, %v; want bob's former view dropped", swept, err)
-	}
-	if got := queryString(t, super, "SELECT count(*)::text FROM pgjobs.pgj_call_gone_ WHERE goneowner <> $1::regrole", alice); got != "1" {
-		t.Fatalf("queued rows of bob's: %s, want 1", got)
+	// (set aside: alice's transaction was open then)
+	if swept, err := sqlschema.CallViewsDrop(ctx, super, orphans); err != nil || swept != (sqlschema.CallViewsSwept{Aside: 1, Waiting: 1}) {
+		t.Fatalf("drop while alice holds her queued row: %+v, %v; want bob's former view set aside", swept, err)
 	}
 	if err := holding.Rollback(ctx); err != nil {
 		t.Fatal(err)
+	}
+	if swept := sweepAgain(t, super); swept.Dropped != 1 {
+		t.Fatalf("drop once alice's transaction ended: %+v; want bob's former view dropped", swept)
+	}
+	if got := queryString(t, super, "SELECT count(*)::text FROM pgjobs.pgj_call_gone_ WHERE goneowner <> $1::regrole", alice); got != "1" {
+		t.Fatalf("queued rows of bob's: %s, want 1", got)
 	}
 	// Her row names a table gone: her next call forgets it (version 16 failed: "null values
 	// cannot be formatted as an SQL identifier").
@@ -254,8 +281,8 @@ func TestDropLeavesWhatUsesARowType(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if swept, err := sqlschema.CallViewsDrop(ctx, super, orphans); err != nil || swept != (sqlschema.CallViewsSwept{Dropped: 1, Held: 1}) {
-		t.Fatalf("drop while alice's table has a column of her former view's type: %+v, %v; want bob's dropped, hers held", swept, err)
+	if swept, err := sqlschema.CallViewsDrop(ctx, super, orphans); err != nil || swept != (sqlschema.CallViewsSwept{Aside: 1, Dropped: 1, Held: 1}) {
+		t.Fatalf("drop while alice's table has a column of her former view's type: %+v, %v; want bob's set aside and dropped, hers held", swept, err)
 	}
 	if got := queryString(t, super, "SELECT (to_regclass($1) IS NOT NULL)::text", former); got != "true" {
 		t.Fatalf("alice's former view %s dropped", former)
@@ -271,8 +298,12 @@ func TestDropLeavesWhatUsesARowType(t *testing.T) {
 	if orphans, err = sqlschema.CallViewsOrphaned(ctx, super); err != nil {
 		t.Fatal(err)
 	}
-	if swept, err := sqlschema.CallViewsDrop(ctx, super, orphans); err != nil || swept != (sqlschema.CallViewsSwept{Dropped: 2, Held: 1}) {
-		t.Fatalf("drop while alice's domain is of her table's array type: %+v, %v; want her 2 views dropped, her table held", swept, err)
+	if swept, err := sqlschema.CallViewsDrop(ctx, super, orphans); err != nil || swept != (sqlschema.CallViewsSwept{Aside: 2, Dropped: 2}) {
+		t.Fatalf("drop of alice's 2 views: %+v, %v; want them set aside and dropped", swept, err)
+	}
+	// (the table, read by no view now, at the next round)
+	if swept := sweepAgain(t, super); swept != (sqlschema.CallViewsSwept{Held: 1}) {
+		t.Fatalf("drop while alice's domain is of her table's array type: %+v; want her table held", swept)
 	}
 	if got := queryString(t, super, "SELECT (to_regclass($1) IS NOT NULL)::text", table); got != "true" {
 		t.Fatalf("alice's table %s dropped", table)
@@ -318,9 +349,23 @@ func TestHeldMapsWhatDropLocks(t *testing.T) {
 			}
 		})
 	}
-	if got := queryString(t, super, "SELECT array_to_string(proconfig, ' ') FROM pg_proc WHERE oid = 'pgjobs.pgj_call_views_sweep_'::regproc"); !strings.Contains(got, "lock_timeout=1ms") {
+	if got := queryString(t, super, "SELECT array_to_string(proconfig, ' ') FROM pg_proc WHERE oid = 'pgjobs.pgj_call_sweep_'::regproc"); !strings.Contains(got, "lock_timeout=1ms") {
 		t.Fatalf("the sweep's settings: %s, want lock_timeout=1ms", got)
 	}
+}
+
+// sweepAgain is the agent's next round of drops: CallViewsDrop of what CallViewsOrphaned lists now.
+func sweepAgain(t *testing.T, q sqlschema.DB) sqlschema.CallViewsSwept {
+	t.Helper()
+	orphans, err := sqlschema.CallViewsOrphaned(t.Context(), q)
+	if err != nil {
+		t.Fatal(err)
+	}
+	swept, err := sqlschema.CallViewsDrop(t.Context(), q, orphans)
+	if err != nil {
+		t.Fatalf("drop of %v: %v", orphans, err)
+	}
+	return swept
 }
 
 // setCalls makes job (its call f(0, 'job')) on conn and sets its call again former times, leaving

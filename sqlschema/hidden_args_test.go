@@ -84,7 +84,7 @@ func TestArgumentsAreKeptAsValues(t *testing.T) {
 	if err != nil || strings.Join(orphans, " ") != strings.Join(sortedPair(rawTable, signIn.view), " ") {
 		t.Fatalf("orphans after the update: %v, %v", orphans, err)
 	}
-	if swept, err := sqlschema.CallViewsDrop(ctx, super, orphans); err != nil || swept.Dropped != 1 || queryString(t, super, "SELECT (to_regclass($1) IS NULL)::text", rawTable) != "true" {
+	if swept, err := sqlschema.CallViewsDrop(ctx, super, orphans); err != nil || swept.Dropped != 2 || queryString(t, super, "SELECT (to_regclass($1) IS NULL)::text", rawTable) != "true" {
 		t.Fatalf("drop: %+v, %v", swept, err)
 	}
 	if got := queryString(t, super, "SELECT string_agg(a2, ',' ORDER BY a2) FROM "+table); got != "n3w,s3cret" {
@@ -178,8 +178,15 @@ func TestArgumentsRunNoCodeAsTheSuperuser(t *testing.T) {
 	if _, err := holding.Exec(ctx, "LOCK TABLE public.held IN ACCESS SHARE MODE"); err != nil {
 		t.Fatal(err)
 	}
-	if swept, err := sqlschema.CallViewsDrop(ctx, super, []string{rewritten}); err != nil || swept.Dropped != 1 {
+	// (set aside, it is dropped once the transaction open then has ended)
+	if swept, err := sqlschema.CallViewsDrop(ctx, super, []string{rewritten}); err != nil || swept.Aside != 1 || swept.Waiting != 1 {
 		t.Fatalf("drop of a view whose rule reads a table another session holds: %+v, %v", swept, err)
+	}
+	if err := holding.Rollback(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if swept := sweepAgain(t, super); swept.Dropped < 1 || queryString(t, super, "SELECT count(*)::text FROM pg_class WHERE relname = $1", strings.Split(rewritten, ".")[1]) != "0" {
+		t.Fatalf("drop of the view set aside, once the transaction ended: %+v", swept)
 	}
 
 	// A rule of alice's that takes the row of her arguments fails her call, saying so: her job

@@ -25,4 +25,9 @@ FROM pg_namespace n
 WHERE n.nspname ~ '^pgjobs_call_[0-9]+$'
   AND NOT EXISTS (SELECT FROM pgjobs.pgj_job_ j WHERE j.jobownerid::text = substr(n.nspname, 13))
   AND NOT EXISTS (SELECT FROM pg_depend d WHERE d.refclassid = 'pg_namespace'::regclass AND d.refobjid = n.oid)
+UNION ALL
+-- and what the agent set aside (schema version 18), dropped at a later round
+SELECT 'pgjobs_gone.' || c.relname
+FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace
+WHERE n.nspname = 'pgjobs_gone' AND c.relkind IN ('v', 'r')
 ORDER BY 1
