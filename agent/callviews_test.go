@@ -41,13 +41,16 @@ func TestFormerCallViewsAreDropped(t *testing.T) {
 		t.Fatalf("the agent did not lead:\n%s", logs.String())
 	}
 	db.exec(t, "SELECT pgj_update_job('J', null, 'note(''second'')', null), pgj_drop_job('K')")
-	select {
-	case n := <-dropped:
-		if n != 2 {
-			t.Fatalf("dropped %d views, want 2 (J's former call's, K's)", n)
+	// (at the first round, or at the next when a transaction was open when they were set aside)
+	for total := 0; total < 2; {
+		select {
+		case n := <-dropped:
+			if total += n; total > 2 {
+				t.Fatalf("dropped %d views, want 2 (J's former call's, K's)", total)
+			}
+		case <-time.After(15 * time.Second):
+			t.Fatalf("no drop of the former views:\n%s", logs.String())
 		}
-	case <-time.After(15 * time.Second):
-		t.Fatalf("no drop of the former views:\n%s", logs.String())
 	}
 	if exists(first) || exists(k) || !exists(view("J")) {
 		t.Fatalf("after the drop: J's former view there %v, K's %v, J's view %v", exists(first), exists(k), exists(view("J")))
