@@ -138,7 +138,11 @@ func CallViewsDrop(ctx context.Context, q DB, views []string) (CallViewsSwept, e
 		swept.add(s)
 		more = s.Dropped > 0 && s.Deferred > 0 && time.Since(began) < CallViewsDropBudget
 		if more {
-			swept.Deferred -= s.Deferred // counted by the next statement
+			// the next statement goes over all that is set aside again, and counts these anew
+			swept.Deferred -= s.Deferred
+			swept.Waiting -= s.Waiting
+			swept.Held -= s.Held
+			swept.Failed -= s.Failed
 		}
 	}
 	return swept, errors.Join(failed...)

@@ -1,10 +1,13 @@
 package sqlschema_test
 
 import (
+	"errors"
+	"strconv"
 	"strings"
 	"testing"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/pgjobs/pgjobs/sqlschema"
 )
 
@@ -51,6 +54,18 @@ func TestSetAsideNamesNothing(t *testing.T) {
 		"ALTER VIEW " + aside + " SET SCHEMA public",
 	} {
 		wantError(t, lateConn, sql, "42501", "permission denied for schema pgjobs_gone")
+	}
+	// nor by OID (a parameter's type, which the extended protocol gives by OID: the code review
+	// of version 18): the view and its types are the superuser's now, with no privilege for her
+	reltype, err := strconv.ParseUint(queryString(t, super, "SELECT reltype::text FROM pg_class WHERE oid = $1::regclass", aside), 10, 32)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, sql := range []string{"CREATE TEMP TABLE byoid AS SELECT $1 AS c", "CREATE TEMP TABLE byoid AS SELECT ARRAY[$1] AS c"} {
+		_, err := lateConn.PgConn().ExecParams(ctx, sql, [][]byte{nil}, []uint32{uint32(reltype)}, nil, nil).Close()
+		if pgErr := (*pgconn.PgError)(nil); !errors.As(err, &pgErr) || pgErr.Code != "42501" || !strings.Contains(pgErr.Message, "permission denied for type") {
+			t.Fatalf("%s with the type's OID: %v, want permission denied for type", sql, err)
+		}
 	}
 	if err := early.Commit(ctx); err != nil {
 		t.Fatal(err)
@@ -105,5 +120,72 @@ func TestUpgradeToSetAside(t *testing.T) {
 	}
 	if got := queryString(t, super, "SELECT pg_get_userbyid(nspowner)::text || ' ' || coalesce(nspacl::text, '') FROM pg_namespace WHERE nspname = 'pgjobs_gone'"); got != cluster.User()+" {"+cluster.User()+"=UC/"+cluster.User()+"}" {
 		t.Fatalf("pgjobs_gone: %s", got)
+	}
+}
+
+// TestUninstallDropsWhatIsSetAside: pgjobs disabledb drops what the agent set aside, with
+// pgjobs_gone.
+func TestUninstallDropsWhatIsSetAside(t *testing.T) {
+	t.Parallel()
+	ctx := t.Context()
+	db, super := apiDatabase(t)
+	alice := cluster.NewRole(t, "alice", db)
+	setCalls(t, cluster.ConnectAs(t, db, alice), "A", 1)
+	orphans, err := sqlschema.CallViewsOrphaned(ctx, super)
+	if err != nil {
+		t.Fatal(err)
+	}
+	open, err := cluster.Connect(t, db).Begin(ctx) // a transaction open at the move: no drop yet
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := open.Exec(ctx, "SELECT 1"); err != nil {
+		t.Fatal(err)
+	}
+	if swept, err := sqlschema.CallViewsDrop(ctx, super, orphans); err != nil || swept != (sqlschema.CallViewsSwept{Aside: 1, Waiting: 1}) {
+		t.Fatalf("drop: %+v, %v; want alice's former view set aside", swept, err)
+	}
+	if err := open.Rollback(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := sqlschema.Uninstall(ctx, super); err != nil {
+		t.Fatal(err)
+	}
+	if got := queryString(t, super, "SELECT count(*)::text FROM pg_namespace WHERE nspname ~ '^pgjobs'"); got != "0" {
+		t.Fatalf("pgjobs schemas left after the uninstall: %s", got)
+	}
+}
+
+// TestSetAsideTableForgetsItsRows: the rows of the former views of a table set aside are forgotten
+// at its role's next call, as those of a table gone: the table is no longer the role's (the code
+// review of version 18: each call warned that it could not delete them).
+func TestSetAsideTableForgetsItsRows(t *testing.T) {
+	t.Parallel()
+	ctx := t.Context()
+	db, super := apiDatabase(t)
+	alice := cluster.NewRole(t, "alice", db)
+	aliceConn := cluster.ConnectAs(t, db, alice)
+	setCalls(t, aliceConn, "A", 1)
+	mustExec(t, aliceConn, "SELECT pgj_drop_job('A')")
+	if swept := sweepAgain(t, super); swept != (sqlschema.CallViewsSwept{Aside: 2, Dropped: 2}) {
+		t.Fatalf("drop of alice's views: %+v", swept)
+	}
+	open, err := cluster.Connect(t, db).Begin(ctx) // a transaction open at the move: no drop yet
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer open.Rollback(ctx)
+	if _, err := open.Exec(ctx, "SELECT 1"); err != nil {
+		t.Fatal(err)
+	}
+	if swept := sweepAgain(t, super); swept != (sqlschema.CallViewsSwept{Aside: 1, Waiting: 1}) {
+		t.Fatalf("drop of alice's table: %+v; want it set aside", swept)
+	}
+	if got := queryString(t, super, "SELECT count(*)::text FROM pgjobs.pgj_call_gone_"); got != "2" {
+		t.Fatalf("queued rows of alice's views: %s, want 2", got)
+	}
+	mustExec(t, aliceConn, "SELECT pgj_create_job('B', 'f(5, ''B'')', null, null)")
+	if got := queryString(t, super, "SELECT count(*)::text FROM pgjobs.pgj_call_gone_"); got != "0" {
+		t.Fatalf("queued rows after alice's next call: %s, want 0", got)
 	}
 }

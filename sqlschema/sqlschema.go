@@ -222,7 +222,7 @@ func Upgrade(ctx context.Context, db DB) (from, to int, err error) {
 }
 
 // Uninstall drops the pgjobs schema with everything in it, and the roles' schemas of the views of
-// job calls (pgjobs_call_<role OID>), and gives the database back the
+// job calls (pgjobs_call_<role OID>) and pgjobs_gone, and gives the database back the
 // search_path setting it had before Install, in one transaction. It fails with ErrNotEnabled
 // when there is no schema.
 func Uninstall(ctx context.Context, db DB) error {
@@ -239,6 +239,11 @@ func Uninstall(ctx context.Context, db DB) error {
 				return fmt.Errorf("drop the pgjobs_agent schema: %w", err)
 			}
 		}
+		if v >= setAsideSince { // before, a schema of that name is not pgjobs'; first: its views read tables of the call schemas
+			if _, err := tx.Exec(ctx, query("uninstall_gone")); err != nil {
+				return fmt.Errorf("drop the views of former job calls set aside (pgjobs_gone): %w", err)
+			}
+		}
 		if v >= callSchemasSince { // before, schemas of those names are not pgjobs'
 			if _, err := tx.Exec(ctx, query("uninstall_calls")); err != nil {
 				return fmt.Errorf("drop the schemas of the job calls' views: %w", err)
@@ -253,6 +258,10 @@ const agentSchemaSince = 6
 
 // callSchemasSince is the schema version that added the roles' schemas of call views.
 const callSchemasSince = 15
+
+// setAsideSince is the schema version that added pgjobs_gone, where the agent sets the views of
+// former calls aside.
+const setAsideSince = 18
 
 // apply runs the files of one version.
 func apply(ctx context.Context, tx pgx.Tx, v version) error {

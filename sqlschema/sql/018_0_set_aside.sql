@@ -25,11 +25,12 @@ $$;
 CREATE SCHEMA pgjobs_gone;
 SELECT pgjobs.pgj_call_acl_clear_('SCHEMA', 'pgjobs_gone', n.nspacl, n.nspowner) FROM pg_namespace n WHERE n.nspname = 'pgjobs_gone';
 
--- What is set aside in pgjobs_gone: the transaction that moved it, and, once a later transaction
+-- What is set aside in pgjobs_gone: the role that owned it, the transaction that moved it, and, once a later transaction
 -- saw that one committed, when (asidestamp): it is dropped once no transaction begun before then
 -- is open.
 CREATE TABLE pgjobs.pgj_call_aside_ (
     asiderel oid PRIMARY KEY,
+    asideowner oid NOT NULL, -- the role that owned it
     asidexid xid8 NOT NULL DEFAULT pg_current_xact_id(),
     asidestamp timestamptz
 );
@@ -59,16 +60,22 @@ REVOKE ALL ON FUNCTION pgjobs.pgj_call_unused_(oid) FROM PUBLIC;
 
 -- pgj_call_try_ locks view or table p_rel (p_name), by an ALTER that changes nothing (LOCK TABLE on a
 -- view would lock what it reads too), then, if nothing of a role's hangs on it (pgj_call_unused_),
--- moves it into pgjobs_gone (p_drop false; a table and its indexes renamed first, the table's OID
--- added to their names: two roles' tables of the same types have the same names) or drops it (p_drop true). It returns 'done', or
--- 'held' when something hangs on it or another session holds a lock it needs (lock_timeout is
--- the caller's), or 'failed' with the error otherwise. The caller's subtransaction: none of its own.
+-- drops it (p_drop true), or sets it aside (p_drop false): it moves it into pgjobs_gone (a table
+-- and its indexes renamed first, the table's OID added to their names: two roles' tables of the
+-- same types have the same names), gives it and its types to the caller (the superuser that
+-- installed pgjobs, as its definer calls it) and takes every other privilege on them away, so that
+-- no role but a superuser may make a column, a view, a domain or a function of its types any more,
+-- even by OID (a parameter's type of the extended protocol names a type by OID: the code review of
+-- version 18), and notes it, with the role that owned it, in pgj_call_aside_. It returns 'done', or
+-- 'held' when something hangs on it; it fails when it is gone meanwhile or another session holds a
+-- lock it needs (lock_timeout is the caller's). The caller's subtransaction: none of its own.
 CREATE FUNCTION pgjobs.pgj_call_try_(p_rel oid, p_name text, p_drop boolean) RETURNS text
 LANGUAGE plpgsql
 SET search_path = pg_catalog, pg_temp
 AS $$
 DECLARE
     kind "char" := (SELECT relkind FROM pg_class WHERE oid = p_rel);
+    owner oid := (SELECT relowner FROM pg_class WHERE oid = p_rel);
     ix record;
 BEGIN
     IF kind = 'v' THEN
@@ -76,25 +83,30 @@ BEGIN
     ELSIF kind = 'r' THEN
         EXECUTE 'ALTER TABLE ONLY ' || p_name || ' ALTER COLUMN id DROP DEFAULT';
     ELSE
-        RETURN 'failed'; -- gone meanwhile
+        RAISE EXCEPTION 'pgj_call_try_: % is gone', p_name USING ERRCODE = 'undefined_table';
     END IF;
     IF NOT pgjobs.pgj_call_unused_(p_rel) THEN
         RETURN 'held';
     ELSIF p_drop THEN
         EXECUTE CASE kind WHEN 'v' THEN 'DROP VIEW ' ELSE 'DROP TABLE ' END || p_name;
-    ELSE
-        IF kind = 'r' THEN
-            -- its indexes go with it: their names too
-            FOR ix IN SELECT i.indexrelid::regclass::text AS name, c.relname FROM pg_index i JOIN pg_class c ON c.oid = i.indexrelid
-                      WHERE i.indrelid = p_rel LOOP
-                EXECUTE format('ALTER INDEX %s RENAME TO %I', ix.name, ix.relname || '_' || p_rel);
-            END LOOP;
-            EXECUTE format('ALTER TABLE %s RENAME TO %I', p_name, (SELECT relname FROM pg_class WHERE oid = p_rel) || '_' || p_rel);
-            p_name := p_rel::regclass::text;
-        END IF;
-        EXECUTE CASE kind WHEN 'v' THEN 'ALTER VIEW ' ELSE 'ALTER TABLE ' END || p_name || ' SET SCHEMA pgjobs_gone';
-        INSERT INTO pgjobs.pgj_call_aside_ (asiderel) VALUES (p_rel);
+        RETURN 'done';
     END IF;
+    IF kind = 'r' THEN
+        -- its indexes go with it: their names too (a role's own index may have a long name)
+        FOR ix IN SELECT i.indexrelid::regclass::text AS name, c.relname FROM pg_index i JOIN pg_class c ON c.oid = i.indexrelid
+                  WHERE i.indrelid = p_rel LOOP
+            EXECUTE format('ALTER INDEX %s RENAME TO %I', ix.name, left(ix.relname, 40) || '_' || p_rel);
+        END LOOP;
+        EXECUTE format('ALTER TABLE %s RENAME TO %I', p_name, left((SELECT relname FROM pg_class WHERE oid = p_rel), 40) || '_' || p_rel);
+        p_name := p_rel::regclass::text;
+    END IF;
+    EXECUTE CASE kind WHEN 'v' THEN 'ALTER VIEW ' ELSE 'ALTER TABLE ' END || p_name || ' SET SCHEMA pgjobs_gone';
+    p_name := p_rel::regclass::text;
+    EXECUTE CASE kind WHEN 'v' THEN 'ALTER VIEW ' ELSE 'ALTER TABLE ' END || p_name || ' OWNER TO CURRENT_USER';
+    EXECUTE 'REVOKE ALL ON TYPE ' || p_name || ' FROM PUBLIC';
+    PERFORM pgjobs.pgj_call_acl_clear_('TYPE', p_name, t.typacl, t.typowner) FROM pg_class c JOIN pg_type t ON t.oid = c.reltype WHERE c.oid = p_rel;
+    PERFORM pgjobs.pgj_call_acl_clear_('TABLE', p_name, c.relacl, c.relowner) FROM pg_class c WHERE c.oid = p_rel;
+    INSERT INTO pgjobs.pgj_call_aside_ (asiderel, asideowner) VALUES (p_rel, owner);
     RETURN 'done';
 END
 $$;
@@ -148,7 +160,7 @@ BEGIN
     IF p_tidy THEN
         -- what earlier statements set aside is seen committed now: any transaction that named it
         -- before its move began before now
-        UPDATE pgjobs.pgj_call_aside_ SET asidestamp = statement_timestamp()
+        UPDATE pgjobs.pgj_call_aside_ SET asidestamp = clock_timestamp()
         WHERE asidestamp IS NULL AND asidexid <> pg_current_xact_id();
         -- a role's DROP OWNED BY, or its own DROP, took some
         DELETE FROM pgjobs.pgj_call_aside_ a
@@ -161,7 +173,7 @@ BEGIN
     -- what is set aside (p_tidy), then what p_views names; views before tables (a view set aside
     -- still reads its table); the owners in turns
     FOR v IN SELECT * FROM (
-             SELECT c.oid, c.oid::regclass::text AS name, c.relowner AS owner, c.relkind AS kind, true AS set_aside,
+             SELECT c.oid, c.oid::regclass::text AS name, a.asideowner AS owner, c.relkind AS kind, true AS set_aside,
                     a.asidestamp IS NULL OR prepared OR oldest <= a.asidestamp AS early
              FROM pgjobs.pgj_call_aside_ a JOIN pg_class c ON c.oid = a.asiderel AND c.relnamespace = gone
              WHERE p_tidy
