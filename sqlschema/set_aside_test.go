@@ -156,9 +156,9 @@ func TestUninstallDropsWhatIsSetAside(t *testing.T) {
 	}
 }
 
-// TestSetAsideTableForgetsItsRows: the rows of the former views of a table set aside are forgotten
-// at its role's next call, as those of a table gone: the table is no longer the role's (the code
-// review of version 18: each call warned that it could not delete them).
+// TestSetAsideTableForgetsItsRows: the queued rows of the former views of a table set aside are
+// forgotten when it is set aside: the table goes whole, and its role, which may not use
+// pgjobs_gone, could not delete them (the code review of version 18: each of its calls warned).
 func TestSetAsideTableForgetsItsRows(t *testing.T) {
 	t.Parallel()
 	ctx := t.Context()
@@ -181,11 +181,52 @@ func TestSetAsideTableForgetsItsRows(t *testing.T) {
 	if swept := sweepAgain(t, super); swept != (sqlschema.CallViewsSwept{Aside: 1, Waiting: 1}) {
 		t.Fatalf("drop of alice's table: %+v; want it set aside", swept)
 	}
-	if got := queryString(t, super, "SELECT count(*)::text FROM pgjobs.pgj_call_gone_"); got != "2" {
-		t.Fatalf("queued rows of alice's views: %s, want 2", got)
+	if got := queryString(t, super, "SELECT count(*)::text FROM pgjobs.pgj_call_gone_"); got != "0" {
+		t.Fatalf("queued rows of alice's views once her table is set aside: %s, want 0", got)
 	}
 	mustExec(t, aliceConn, "SELECT pgj_create_job('B', 'f(5, ''B'')', null, null)")
-	if got := queryString(t, super, "SELECT count(*)::text FROM pgjobs.pgj_call_gone_"); got != "0" {
-		t.Fatalf("queued rows after alice's next call: %s, want 0", got)
+}
+
+// TestSetAsideTableAnalyzesAsItsRole: a table set aside stays its role's, so that an ANALYZE of
+// it (autovacuum's, or a superuser's) runs the role's code as the role: a range type of the role's
+// in a column of its table of arguments has a subtype_diff that ANALYZE calls as the table's
+// owner. The first fix of the code review of version 18 gave what it set aside to the superuser,
+// and alice made herself superuser through autovacuum (the attacker review of version 18).
+func TestSetAsideTableAnalyzesAsItsRole(t *testing.T) {
+	t.Parallel()
+	ctx := t.Context()
+	db, super := apiDatabase(t)
+	alice := cluster.NewRole(t, "alice", db)
+	aliceConn := cluster.ConnectAs(t, db, alice)
+	mustExec(t, super, "CREATE SCHEMA alis AUTHORIZATION "+pgx.Identifier{alice}.Sanitize()+
+		"; CREATE TABLE public.ran (who text); GRANT INSERT ON public.ran TO PUBLIC")
+	mustExec(t, aliceConn, `CREATE FUNCTION alis.note() RETURNS float8 LANGUAGE plpgsql VOLATILE AS $$
+			BEGIN INSERT INTO public.ran VALUES (current_user); RETURN 0; END $$;
+		CREATE FUNCTION alis.diff(a bigint, b bigint) RETURNS float8 LANGUAGE plpgsql IMMUTABLE AS $$ BEGIN RETURN alis.note(); END $$;
+		CREATE TYPE alis.r8 AS RANGE (subtype = bigint, subtype_diff = alis.diff);
+		CREATE FUNCTION alis.r(x alis.r8) RETURNS void LANGUAGE sql AS 'SELECT 1';
+		SELECT pgj_create_job('R', 'alis.r(''[1,5)'')', null, null)`)
+	table := queryString(t, super, `SELECT t.oid::regclass::text FROM pg_class t JOIN pg_namespace n ON n.oid = t.relnamespace
+		WHERE n.nspname ~ '^pgjobs_call_' AND t.relkind = 'r'`)
+	mustExec(t, aliceConn, "INSERT INTO "+table+" SELECT 'x' || i, int8range(i, i + 10)::text::alis.r8 FROM generate_series(1, 200) i; "+
+		"SELECT pgj_update_job('R', null, 'f(1, ''R'')', null)")
+	if swept := sweepAgain(t, super); swept.Dropped != 1 {
+		t.Fatalf("drop of alice's former view: %+v", swept)
+	}
+	open, err := cluster.Connect(t, db).Begin(ctx) // a transaction open at the move: no drop yet
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer open.Rollback(ctx)
+	if _, err := open.Exec(ctx, "SELECT 1"); err != nil {
+		t.Fatal(err)
+	}
+	if swept := sweepAgain(t, super); swept != (sqlschema.CallViewsSwept{Aside: 1, Waiting: 1}) {
+		t.Fatalf("drop of alice's former table: %+v; want it set aside", swept)
+	}
+	aside := queryString(t, super, "SELECT asiderel::regclass::text FROM pgjobs.pgj_call_aside_")
+	mustExec(t, super, "DELETE FROM public.ran; ANALYZE "+aside)
+	if got := queryString(t, super, "SELECT coalesce(string_agg(DISTINCT who, ','), '') FROM public.ran"); got != alice {
+		t.Fatalf("the ANALYZE of alice's table set aside ran her code as: %q, want %s", got, alice)
 	}
 }

@@ -62,11 +62,13 @@ REVOKE ALL ON FUNCTION pgjobs.pgj_call_unused_(oid) FROM PUBLIC;
 -- view would lock what it reads too), then, if nothing of a role's hangs on it (pgj_call_unused_),
 -- drops it (p_drop true), or sets it aside (p_drop false): it moves it into pgjobs_gone (a table
 -- and its indexes renamed first, the table's OID added to their names: two roles' tables of the
--- same types have the same names), gives it and its types to the caller (the superuser that
--- installed pgjobs, as its definer calls it) and takes every other privilege on them away, so that
--- no role but a superuser may make a column, a view, a domain or a function of its types any more,
--- even by OID (a parameter's type of the extended protocol names a type by OID: the code review of
--- version 18), and notes it, with the role that owned it, in pgj_call_aside_. It returns 'done', or
+-- same types have the same names) and takes USAGE of its types from every role, its owner too,
+-- so that no role but a superuser may make a column, a view, a domain or a function of its types
+-- any more, even by OID (a parameter's type of the extended protocol names a type by OID: the
+-- code review of version 18), and notes it, with its owner, in pgj_call_aside_. It stays its
+-- role's: ANALYZE runs as a table's owner, and a range type's subtype_diff of a column of the
+-- role's type would run as a superuser owner (the attacker review of version 18 made itself
+-- superuser so, as that of version 16 had). It returns 'done', or
 -- 'held' when something hangs on it; it fails when it is gone meanwhile or another session holds a
 -- lock it needs (lock_timeout is the caller's). The caller's subtransaction: none of its own.
 CREATE FUNCTION pgjobs.pgj_call_try_(p_rel oid, p_name text, p_drop boolean) RETURNS text
@@ -102,11 +104,18 @@ BEGIN
     END IF;
     EXECUTE CASE kind WHEN 'v' THEN 'ALTER VIEW ' ELSE 'ALTER TABLE ' END || p_name || ' SET SCHEMA pgjobs_gone';
     p_name := p_rel::regclass::text;
-    EXECUTE CASE kind WHEN 'v' THEN 'ALTER VIEW ' ELSE 'ALTER TABLE ' END || p_name || ' OWNER TO CURRENT_USER';
-    EXECUTE 'REVOKE ALL ON TYPE ' || p_name || ' FROM PUBLIC';
-    PERFORM pgjobs.pgj_call_acl_clear_('TYPE', p_name, t.typacl, t.typowner) FROM pg_class c JOIN pg_type t ON t.oid = c.reltype WHERE c.oid = p_rel;
-    PERFORM pgjobs.pgj_call_acl_clear_('TABLE', p_name, c.relacl, c.relowner) FROM pg_class c WHERE c.oid = p_rel;
+    -- USAGE of its types from every role, its owner too (an owner has only the grant options
+    -- implicitly, which it cannot use: it cannot name the type)
+    EXECUTE format('REVOKE ALL ON TYPE %s FROM PUBLIC, %I', p_name, pg_get_userbyid(owner));
+    PERFORM pgjobs.pgj_call_acl_clear_('TYPE', p_name, t.typacl, 0) -- every grantee (PUBLIC is 0: done above)
+    FROM pg_class c JOIN pg_type t ON t.oid = c.reltype WHERE c.oid = p_rel;
     INSERT INTO pgjobs.pgj_call_aside_ (asiderel, asideowner) VALUES (p_rel, owner);
+    IF kind = 'r' THEN
+        -- the queued rows of its role's former views: the table goes whole (its role's next call
+        -- could not delete them: it may not use pgjobs_gone)
+        DELETE FROM pgjobs.pgj_call_gone_ WHERE (goneowner, gonetable, goneid) IN
+            (SELECT goneowner, gonetable, goneid FROM pgjobs.pgj_call_gone_ WHERE gonetable = p_rel FOR UPDATE SKIP LOCKED);
+    END IF;
     RETURN 'done';
 END
 $$;
