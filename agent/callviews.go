@@ -21,9 +21,10 @@ import (
 // (sweepDue, at most hourly) it drops those listed at the one before, which a run held then. It
 // sends no statement while nothing changes.
 //
-// The drops are its alone, on a session of their own (sweepCallViews): a role can make a drop of
-// its own former views run long (a DROP walks, uninterruptibly, what the role made depend on a
-// view since it was checked), which must not keep a record session, the upkeep or a term's start.
+// The drops are its alone, on a session of their own when the budget has one (dropCallViews): a
+// role could make a drop of its own former views run for minutes before schema version 18 (a DROP
+// walks, uninterruptibly, what the role made depend on a view since it was checked), which must
+// not keep a record session, the upkeep or a term's start.
 func (a *dbAgent) callViews(ctx context.Context, records *pgxpool.Pool, reloaded <-chan struct{}) error {
 	var due <-chan time.Time
 	var listed []string
@@ -58,44 +59,53 @@ func (a *dbAgent) callViews(ctx context.Context, records *pgxpool.Pool, reloaded
 }
 
 // sweepCallViews drops those of listed (views of former calls found unused a while ago) that no
-// job uses, on a session of its own, and returns the views no job uses now (listed again from
-// records), for the next drop. Without a session (none left in the server's budget, or the
-// connection failed) it drops nothing and returns listed, for the next.
+// job uses, and returns the views no job uses now (listed again from records), for the next drop.
+// When the drop could not run (no session opened for it) it returns listed, for the next.
 func (a *dbAgent) sweepCallViews(ctx context.Context, records *pgxpool.Pool, listed []string) []string {
 	if len(listed) > 0 {
-		if err := a.dropCallViews(ctx, listed); err != nil {
-			a.logf(agentlog.LevelError, agentlog.StatusFiring, "%v", err)
+		if err := a.dropCallViews(ctx, records, listed); err != nil {
+			if ctx.Err() == nil { // a term that ends is no error
+				a.logf(agentlog.LevelError, agentlog.StatusFiring, "%v", err)
+			}
 			return listed
 		}
 	}
 	orphans, err := sqlschema.CallViewsOrphaned(ctx, records)
-	if err != nil {
+	if err != nil && ctx.Err() == nil {
 		a.logf(agentlog.LevelError, agentlog.StatusFiring, "%v", err)
 	}
 	return orphans
 }
 
-// dropCallViews drops those of listed that no job uses on a session it opens for it, in the
-// server's budget, and closes after: it fails only when it has no session.
-func (a *dbAgent) dropCallViews(ctx context.Context, listed []string) error {
-	unreserve, ok := a.budget.Reserve(1)
-	defer unreserve()
-	if !ok {
-		size, fixed := a.budget.Size()
-		return fmt.Errorf("no session left in the server's budget (%d, of which the agents' own take %d) to drop %d views of former job calls: tried again at the next drop; raise the sessions setting or max_connections", size, fixed, len(listed))
+// sweepConnectWait is how long the drop waits for its session to open (the TCP dial alone is
+// bounded by connConfig).
+const sweepConnectWait = 15 * time.Second
+
+// dropCallViews drops those of listed that no job uses, on a session it opens for it and closes
+// after, taken out of the server's budget meanwhile; when the budget has no session for it now
+// (a small sessions setting, or runs holding all the others), on one of records, as before that
+// session: since schema version 18 no role can make a drop statement walk for long. It fails only
+// when the session could not be opened.
+func (a *dbAgent) dropCallViews(ctx context.Context, records *pgxpool.Pool, listed []string) error {
+	var q sqlschema.DB = records
+	if unreserve, ok := a.budget.TryReserve(1); ok {
+		defer unreserve()
+		cfg, err := a.connConfig("")
+		if err != nil {
+			return fmt.Errorf("open a session to drop %d views of former job calls: %w", len(listed), err)
+		}
+		cfg.RuntimeParams["application_name"] = applicationName(a.db.ID) + " sweep"
+		connectCtx, cancel := context.WithTimeout(ctx, sweepConnectWait)
+		conn, err := pgx.ConnectConfig(connectCtx, cfg)
+		cancel()
+		if err != nil {
+			return fmt.Errorf("open a session to drop %d views of former job calls (tried again at a later drop): %w", len(listed), err)
+		}
+		defer conn.Close(context.Background())
+		q = conn
 	}
-	cfg, err := a.connConfig("")
-	if err != nil {
-		return err
-	}
-	cfg.RuntimeParams["application_name"] = applicationName(a.db.ID) + " sweep"
-	conn, err := pgx.ConnectConfig(ctx, cfg)
-	if err != nil {
-		return fmt.Errorf("open a session to drop %d views of former job calls (tried again at the next drop): %w", len(listed), err)
-	}
-	defer conn.Close(context.Background())
-	swept, err := sqlschema.CallViewsDrop(ctx, conn, listed)
-	if err != nil {
+	swept, err := sqlschema.CallViewsDrop(ctx, q, listed)
+	if err != nil && ctx.Err() == nil {
 		a.logf(agentlog.LevelError, agentlog.StatusFiring, "%v", err)
 	}
 	if swept.Dropped > 0 || swept.Aside > 0 {

@@ -1,10 +1,10 @@
 package agent_test
 
 import (
-	"github.com/jackc/pgx/v5"
 	"testing"
 	"time"
 
+	"github.com/jackc/pgx/v5"
 	"github.com/pgjobs/pgjobs/agent"
 	"github.com/pgjobs/pgjobs/internal/fakeclock"
 )
@@ -111,4 +111,31 @@ func TestSweepHasASessionOfItsOwn(t *testing.T) {
 		t.Fatalf("the agent did not lead again during the sweep:\n%s", logs.String())
 	}
 	tick(3)
+}
+
+// TestSmallBudgetStillDrops: with a budget that has no session for the drop's own (4: the leader's,
+// two for the history, one for runs), the former views are dropped all the same, on a history
+// session (the code review of the drop's own session: they piled up for good).
+func TestSmallBudgetStillDrops(t *testing.T) {
+	t.Parallel()
+	db := newTestDB(t)
+	db.exec(t, "SELECT pgj_create_job('J', 'note(''first'')', null, null)")
+	dropped := make(chan int, 10)
+	_, logs := startAgentWith(t, fakeclock.New(t0), func(o *agent.Options) {
+		o.Sessions = 4
+		o.CallViewsGrace = 200 * time.Millisecond
+		o.OnCallViewsDropped = func(_, n int) { dropped <- n }
+	}, db)
+	if !logs.wait(t, 1, agent.EventActive, 10*time.Second) {
+		t.Fatalf("the agent did not lead:\n%s", logs.String())
+	}
+	db.exec(t, "SELECT pgj_update_job('J', null, 'note(''second'')', null)")
+	for total := 0; total < 1; {
+		select {
+		case n := <-dropped:
+			total += n
+		case <-time.After(15 * time.Second):
+			t.Fatalf("no drop of the former view:\n%s", logs.String())
+		}
+	}
 }

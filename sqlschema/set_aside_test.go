@@ -42,8 +42,18 @@ func TestSetAsideNamesNothing(t *testing.T) {
 	if _, err := early.Exec(ctx, "CREATE TEMP TABLE early (c "+former+")"); err != nil {
 		t.Fatal(err)
 	}
+	// (her grant of USAGE on the type, with a grant option bob used, is taken back with his: the
+	// attacker review of version 18, whose REVOKE failed on the dependent grant every round)
+	schema, _, _ := strings.Cut(former, ".")
+	mustExec(t, super, "GRANT USAGE ON SCHEMA "+schema+" TO "+pgx.Identifier{bob}.Sanitize()+
+		"; SET ROLE "+pgx.Identifier{alice}.Sanitize()+"; GRANT USAGE ON TYPE "+former+" TO "+pgx.Identifier{bob}.Sanitize()+" WITH GRANT OPTION"+
+		"; SET ROLE "+pgx.Identifier{bob}.Sanitize()+"; GRANT USAGE ON TYPE "+former+" TO PUBLIC"+
+		"; RESET ROLE; REVOKE USAGE ON SCHEMA "+schema+" FROM "+pgx.Identifier{bob}.Sanitize())
 	if swept, err := sqlschema.CallViewsDrop(ctx, super, orphans); err != nil || swept != (sqlschema.CallViewsSwept{Aside: 1, Waiting: 1}) {
 		t.Fatalf("drop while alice's transaction is open: %+v, %v; want her view set aside, waiting", swept, err)
+	}
+	if got := queryString(t, super, "SELECT t.typacl::text FROM pg_class c JOIN pg_type t ON t.oid = c.reltype WHERE c.oid = $1::regclass", aside); got != "{}" {
+		t.Fatalf("privileges on the type of alice's view set aside: %s, want none", got)
 	}
 	lateConn := cluster.ConnectAs(t, db, alice)
 	for _, sql := range []string{

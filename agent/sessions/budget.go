@@ -140,6 +140,26 @@ func (b *Budget) Reserve(n int) (unreserve func(), ok bool) {
 	b.closeIdleOver()
 	ok = b.size == 0 || b.size-b.fixed >= 1
 	b.unlock()
+	return b.unreserve(n), ok
+}
+
+// TryReserve is Reserve when the budget has n sessions now, leaving the runs one to lend: the
+// sessions lent to runs, those reserved and n more fit its size (idle sessions are closed for
+// them). Otherwise it changes nothing and reports false.
+func (b *Budget) TryReserve(n int) (unreserve func(), ok bool) {
+	b.mu.Lock()
+	if b.size > 0 && (b.size-b.fixed-n < 1 || b.open-len(b.idle)+b.fixed+n > b.size) {
+		b.mu.Unlock()
+		return func() {}, false
+	}
+	b.fixed += n
+	b.closeIdleOver()
+	b.unlock()
+	return b.unreserve(n), true
+}
+
+// unreserve returns the function that gives n reserved sessions back, once.
+func (b *Budget) unreserve(n int) func() {
 	var once sync.Once
 	return func() {
 		once.Do(func() {
@@ -148,7 +168,7 @@ func (b *Budget) Reserve(n int) (unreserve func(), ok bool) {
 			b.dispatch()
 			b.unlock()
 		})
-	}, ok
+	}
 }
 
 // lendable is how many sessions the budget lends to runs at once.

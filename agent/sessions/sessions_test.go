@@ -354,6 +354,41 @@ func TestGivingUpLeavesTheLine(t *testing.T) {
 	(<-next).Release()
 }
 
+// TestTryReserve: a reservation is taken only when the budget has the sessions now, the runs left
+// one; a refused one changes nothing.
+func TestTryReserve(t *testing.T) {
+	t.Parallel()
+	db := cluster.NewDatabase(t)
+	alice, bob := cluster.NewRole(t, "alice", db), cluster.NewRole(t, "bob", db)
+	b := sessions.NewBudget(4)
+	fixed, _ := b.Reserve(2)
+	defer fixed()
+	if _, ok := b.TryReserve(2); ok {
+		t.Fatal("TryReserve(2) with 2 of 4 reserved left the runs none")
+	}
+	p := b.NewPool(context.Background(), 8, opener(cluster, db))
+	defer p.Close()
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	lent := []*sessions.Session{<-acquire(t, ctx, p, alice), <-acquire(t, ctx, p, bob)}
+	if _, ok := b.TryReserve(1); ok {
+		t.Fatal("TryReserve(1) with 2 of 4 reserved and 2 lent went over the budget")
+	}
+	if size, inUse, _ := b.Use(); size != 4 || inUse != 4 {
+		t.Fatalf("a refused TryReserve changed the budget: %d of %d in use", inUse, size)
+	}
+	lent[1].Release()
+	lent[0].Release()
+	unreserve, ok := b.TryReserve(1)
+	if !ok {
+		t.Fatal("TryReserve(1) with 2 of 4 reserved and none lent refused")
+	}
+	if size, inUse, _ := b.Use(); size != 4 || inUse > 3+1 {
+		t.Fatalf("after TryReserve(1): %d of %d in use", inUse, size)
+	}
+	unreserve()
+}
+
 func TestReservedSessionsAreNotLent(t *testing.T) {
 	t.Parallel()
 	db := cluster.NewDatabase(t)

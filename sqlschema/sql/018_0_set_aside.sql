@@ -105,10 +105,15 @@ BEGIN
     EXECUTE CASE kind WHEN 'v' THEN 'ALTER VIEW ' ELSE 'ALTER TABLE ' END || p_name || ' SET SCHEMA pgjobs_gone';
     p_name := p_rel::regclass::text;
     -- USAGE of its types from every role, its owner too (an owner has only the grant options
-    -- implicitly, which it cannot use: it cannot name the type)
-    EXECUTE format('REVOKE ALL ON TYPE %s FROM PUBLIC, %I', p_name, pg_get_userbyid(owner));
-    PERFORM pgjobs.pgj_call_acl_clear_('TYPE', p_name, t.typacl, 0) -- every grantee (PUBLIC is 0: done above)
-    FROM pg_class c JOIN pg_type t ON t.oid = c.reltype WHERE c.oid = p_rel;
+    -- implicitly, which it cannot use: it cannot name the type), with what they granted on (a
+    -- grant made with a grant option would fail the REVOKE without CASCADE: the attacker review
+    -- of version 18)
+    EXECUTE format('REVOKE ALL ON TYPE %s FROM PUBLIC, %I CASCADE', p_name, pg_get_userbyid(owner));
+    FOR ix IN SELECT DISTINCT a.grantee FROM pg_class c JOIN pg_type t ON t.oid = c.reltype, aclexplode(t.typacl) a
+              WHERE c.oid = p_rel LOOP
+        EXECUTE format('REVOKE ALL ON TYPE %s FROM %s CASCADE', p_name,
+                       CASE WHEN ix.grantee = 0 THEN 'PUBLIC' ELSE quote_ident(pg_get_userbyid(ix.grantee)) END);
+    END LOOP;
     INSERT INTO pgjobs.pgj_call_aside_ (asiderel, asideowner) VALUES (p_rel, owner);
     IF kind = 'r' THEN
         -- the queued rows of its role's former views: the table goes whole (its role's next call
