@@ -3,13 +3,16 @@
 -- dropped the view; adding a column of a type takes no lock on it, so a role that committed many
 -- columns of its own former view's (or table's) row type in the moment between the check and the
 -- DROP made that DROP walk them all, which PostgreSQL does not interrupt: a minute for 272,000
--- columns (the fourth review of version 17). Now a former view or table is first moved, once
--- checked, into the schema pgjobs_gone, where no role may look: from then on no role can name it
--- or its types. It is dropped at a later statement, checked again, once every transaction that
--- was open when it was moved has ended (one of them may have named the type before the move and
--- commit a column of it after). What a role can still make depend on it is by OID only (a column
--- default '<OID>'::regclass), each a whole object that the DROP locks: the server's lock table ends
--- such a walk within about 10,000 of them.
+-- columns (the fourth review of version 17). Now a former view or table is first set aside, once
+-- checked: moved into the schema pgjobs_gone, where no role may look, with USAGE on its types
+-- taken from every role, its owner too: from then on no role can name it, nor make a column of
+-- its types even by OID (the code review of version 18 did, with a parameter's type). It stays its
+-- role's (ANALYZE runs as a table's owner: the attacker review of version 18 made itself superuser
+-- when it was given to the superuser). It is dropped at a later statement, checked again, once
+-- every transaction that was open when it was moved has ended (one of them may have named the
+-- type before the move and commit a column of it after). What a role can still make depend on it
+-- is a constant naming it by OID (a column default '<OID>'::regclass), each a whole object that
+-- the DROP locks: the server's lock table ends such a walk within about 10,000 of them.
 SET LOCAL search_path = pg_catalog, pg_temp;
 
 DO $$
@@ -25,12 +28,12 @@ $$;
 CREATE SCHEMA pgjobs_gone;
 SELECT pgjobs.pgj_call_acl_clear_('SCHEMA', 'pgjobs_gone', n.nspacl, n.nspowner) FROM pg_namespace n WHERE n.nspname = 'pgjobs_gone';
 
--- What is set aside in pgjobs_gone: the role that owned it, the transaction that moved it, and, once a later transaction
--- saw that one committed, when (asidestamp): it is dropped once no transaction begun before then
--- is open.
+-- What is set aside in pgjobs_gone: its role, the transaction that moved it, and, once a later
+-- transaction saw that one committed, when (asidestamp): it is dropped once no transaction begun
+-- before then is open.
 CREATE TABLE pgjobs.pgj_call_aside_ (
     asiderel oid PRIMARY KEY,
-    asideowner oid NOT NULL, -- the role that owned it
+    asideowner oid NOT NULL, -- its role (its owner when it was set aside)
     asidexid xid8 NOT NULL DEFAULT pg_current_xact_id(),
     asidestamp timestamptz
 );
@@ -129,13 +132,13 @@ REVOKE ALL ON FUNCTION pgjobs.pgj_call_try_(oid, text, boolean) FROM PUBLIC;
 -- pgj_call_sweep_ is the agent's drop of former calls since version 18 (version 17's
 -- pgj_call_views_sweep_ is called no longer). Without p_tidy, it sets aside those of views p_views
 -- (the agent's orphan list: pgjobs_call_<OID>.call_<hex> views no job uses, and
--- pgjobs_call_<OID>.args_<hex> tables no view reads) that no job uses now, at most 200: each is
--- moved into pgjobs_gone once nothing of a role's hangs on it. With p_tidy (the round's last
--- statement, after those), it drops what earlier statements set aside, checked again, once no
--- transaction begun before a statement saw it set aside (asidestamp) is open in this database, nor
--- any prepared transaction of this database (whose start is not known), and queues the former
--- rows of the views dropped for their roles (pgj_call_gone_), 200 at most; then the call schemas left empty of
--- roles that have no job, and the queue's rows of tables gone. It returns how many it set aside
+-- pgjobs_call_<OID>.args_<hex> tables no view reads) that no job uses now, at most 200, once
+-- nothing of a role's hangs on each (pgj_call_try_). With p_tidy (the round's last
+-- statement, after those), it drops what earlier statements set aside, 200 at most, checked
+-- again, once no transaction begun before a statement saw it set aside (asidestamp) is open in
+-- this database, nor any prepared transaction of this database (whose start is not known), and
+-- queues the former rows of the views dropped for their roles (pgj_call_gone_); then the call
+-- schemas left empty of roles that have no job, and the queue's rows of tables gone. It returns how many it set aside
 -- and dropped; how many it left because another session held them or something of a role's hangs
 -- on them (held: pg_locks read before the loop, a lock waited for 1 ms, or a dependency); how many
 -- it left for the time budget (deferred: the owners in turns, no more of an owner's once its tries
