@@ -59,10 +59,10 @@ func CallViewsOrphaned(ctx context.Context, q DB) ([]string, error) {
 const CallViewsDropMax = 200
 
 // CallViewsSwept is what CallViewsDrop did with views and tables of former calls: those it set
-// aside (Aside) and dropped (Dropped), and those it left for a later drop: because another session held it (a run
-// of a former call, or a role's lock) or something of a role's hangs on it (Held), because its try
-// failed otherwise (Failed), for its time budget (Deferred), or because a transaction open when it
-// was set aside is still open (Waiting).
+// aside (Aside) and dropped (Dropped), and those it left for a later drop: because another session
+// held it (a run of a former call, or a role's lock) or something of a role's hangs on it (Held),
+// because its try failed otherwise (Failed), for its time budget (Deferred), or because a
+// transaction open when it was set aside is still open (Waiting).
 type CallViewsSwept struct {
 	Aside, Dropped, Held, Deferred, Waiting, Failed int
 }
@@ -93,9 +93,9 @@ const setAside = "pgjobs_gone"
 // Each statement that sets aside has the views of one owner (its call schema), CallViewsDropMax at
 // most, so that what a role does to one statement rolls back no other role's; the owners take
 // turns, a statement each, starting at any owner (at random, so that no owner comes last every
-// round). The last statement drops what is due of what is set aside (views and tables listed in
-// views as pgjobs_gone.* or set aside by this call), then the call schemas left empty of roles that
-// have no job. No statement is sent once the drop took CallViewsDropBudget, but the last, nor any
+// round). The last statements (CallViewsDropMax drops each) drop what is due of all that is set
+// aside, by this call or before (listed in views as pgjobs_gone.*, which no statement sets aside),
+// then the call schemas left empty of roles that have no job. No statement is sent once the drop took CallViewsDropBudget, but the last, nor any
 // once ctx ended, the rest left for a later drop. A statement waits for no view or table another
 // session holds and stops trying an owner's once its tries took 0.5 s (beyond 10 ms each). A
 // statement that fails does not keep the next from running. Only an agent's role may (one that may
