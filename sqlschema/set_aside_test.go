@@ -5,6 +5,7 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
@@ -239,4 +240,47 @@ func TestSetAsideTableAnalyzesAsItsRole(t *testing.T) {
 	if got := queryString(t, super, "SELECT coalesce(string_agg(DISTINCT who, ','), '') FROM public.ran"); got != alice {
 		t.Fatalf("the ANALYZE of alice's table set aside ran her code as: %q, want %s", got, alice)
 	}
+}
+
+// TestUntrackedSessionHoldsTheDrop: a session whose activity is not tracked (track_activities off,
+// a superuser's setting) shows no transaction start: what is set aside waits for it to end, as for
+// a transaction open for ever. An idle session may show the start of its last transaction; it
+// holds nothing up.
+func TestUntrackedSessionHoldsTheDrop(t *testing.T) {
+	t.Parallel()
+	ctx := t.Context()
+	db, super := apiDatabase(t)
+	alice := cluster.NewRole(t, "alice", db)
+	setCalls(t, cluster.ConnectAs(t, db, alice), "A", 1)
+	untracked := cluster.Connect(t, db)
+	mustExec(t, untracked, "SET track_activities = off")
+	orphans, err := sqlschema.CallViewsOrphaned(ctx, super)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if swept, err := sqlschema.CallViewsDrop(ctx, super, orphans); err != nil || swept != (sqlschema.CallViewsSwept{Aside: 1, Waiting: 1}) {
+		t.Fatalf("drop while a session is untracked: %+v, %v; want alice's former view set aside, waiting", swept, err)
+	}
+	if err := untracked.Close(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if !eventuallyTrue(func() bool {
+		return queryString(t, super, "SELECT count(*)::text FROM pg_stat_activity WHERE state = 'disabled' AND datname = current_database()") == "0"
+	}) {
+		t.Fatal("the untracked session did not end")
+	}
+	if swept := sweepAgain(t, super); swept != (sqlschema.CallViewsSwept{Dropped: 1}) {
+		t.Fatalf("drop once the untracked session ended: %+v; want alice's former view dropped", swept)
+	}
+}
+
+// eventuallyTrue polls cond every 20 ms for 10 s at most (a backend's end shows in pg_stat_activity
+// a moment after its client closed), and reports whether it held.
+func eventuallyTrue(cond func() bool) bool {
+	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
+		if cond() {
+			return true
+		}
+	}
+	return cond()
 }

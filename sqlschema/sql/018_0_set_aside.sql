@@ -182,9 +182,13 @@ BEGIN
         -- a role's DROP OWNED BY, or its own DROP, took some
         DELETE FROM pgjobs.pgj_call_aside_ a
         WHERE NOT EXISTS (SELECT FROM pg_class c WHERE c.oid = a.asiderel AND c.relnamespace = gone);
-        SELECT min(s.xact_start) INTO oldest FROM pg_stat_activity s
+        -- (an idle session may still show the start of its last transaction; one whose
+        -- activity is not tracked, track_activities off, a superuser's setting, shows none: its
+        -- transactions are taken as open for ever)
+        SELECT CASE WHEN bool_or(s.state = 'disabled') THEN '-infinity' ELSE min(s.xact_start) END INTO oldest
+        FROM pg_stat_activity s
         WHERE s.datid = (SELECT oid FROM pg_database WHERE datname = current_database())
-          AND s.pid <> pg_backend_pid() AND s.backend_type <> 'autovacuum worker';
+          AND s.pid <> pg_backend_pid() AND s.backend_type <> 'autovacuum worker' AND s.state IS DISTINCT FROM 'idle';
         prepared := EXISTS (SELECT FROM pg_prepared_xacts p WHERE p.database = current_database());
     END IF;
     -- what is set aside (p_tidy), then what p_views names; views before tables (a view set aside
