@@ -1,6 +1,7 @@
 package sqlschema_test
 
 import (
+	"context"
 	"errors"
 	"strconv"
 	"strings"
@@ -146,13 +147,7 @@ func TestUninstallDropsWhatIsSetAside(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	open, err := cluster.Connect(t, db).Begin(ctx) // a transaction open at the move: no drop yet
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := open.Exec(ctx, "SELECT 1"); err != nil {
-		t.Fatal(err)
-	}
+	open := openTransaction(t, db) // open at the move: no drop yet
 	if swept, err := sqlschema.CallViewsDrop(ctx, super, orphans); err != nil || swept != (sqlschema.CallViewsSwept{Aside: 1, Waiting: 1}) {
 		t.Fatalf("drop: %+v, %v; want alice's former view set aside", swept, err)
 	}
@@ -172,7 +167,6 @@ func TestUninstallDropsWhatIsSetAside(t *testing.T) {
 // pgjobs_gone, could not delete them (the code review of version 18: each of its calls warned).
 func TestSetAsideTableForgetsItsRows(t *testing.T) {
 	t.Parallel()
-	ctx := t.Context()
 	db, super := apiDatabase(t)
 	alice := cluster.NewRole(t, "alice", db)
 	aliceConn := cluster.ConnectAs(t, db, alice)
@@ -181,14 +175,7 @@ func TestSetAsideTableForgetsItsRows(t *testing.T) {
 	if swept := sweepAgain(t, super); swept != (sqlschema.CallViewsSwept{Aside: 2, Dropped: 2}) {
 		t.Fatalf("drop of alice's views: %+v", swept)
 	}
-	open, err := cluster.Connect(t, db).Begin(ctx) // a transaction open at the move: no drop yet
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer open.Rollback(ctx)
-	if _, err := open.Exec(ctx, "SELECT 1"); err != nil {
-		t.Fatal(err)
-	}
+	openTransaction(t, db) // open at the move: no drop yet
 	if swept := sweepAgain(t, super); swept != (sqlschema.CallViewsSwept{Aside: 1, Waiting: 1}) {
 		t.Fatalf("drop of alice's table: %+v; want it set aside", swept)
 	}
@@ -205,7 +192,6 @@ func TestSetAsideTableForgetsItsRows(t *testing.T) {
 // and alice made herself superuser through autovacuum (the attacker review of version 18).
 func TestSetAsideTableAnalyzesAsItsRole(t *testing.T) {
 	t.Parallel()
-	ctx := t.Context()
 	db, super := apiDatabase(t)
 	alice := cluster.NewRole(t, "alice", db)
 	aliceConn := cluster.ConnectAs(t, db, alice)
@@ -224,14 +210,7 @@ func TestSetAsideTableAnalyzesAsItsRole(t *testing.T) {
 	if swept := sweepAgain(t, super); swept.Dropped != 1 {
 		t.Fatalf("drop of alice's former view: %+v", swept)
 	}
-	open, err := cluster.Connect(t, db).Begin(ctx) // a transaction open at the move: no drop yet
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer open.Rollback(ctx)
-	if _, err := open.Exec(ctx, "SELECT 1"); err != nil {
-		t.Fatal(err)
-	}
+	openTransaction(t, db) // open at the move: no drop yet
 	if swept := sweepAgain(t, super); swept != (sqlschema.CallViewsSwept{Aside: 1, Waiting: 1}) {
 		t.Fatalf("drop of alice's former table: %+v; want it set aside", swept)
 	}
@@ -283,4 +262,19 @@ func eventuallyTrue(cond func() bool) bool {
 		}
 	}
 	return cond()
+}
+
+// openTransaction begins a transaction of a superuser's on db that has begun for
+// pg_stat_activity (a statement ran in it), rolled back when the test ends unless it ended sooner.
+func openTransaction(t *testing.T, db string) pgx.Tx {
+	t.Helper()
+	tx, err := cluster.Connect(t, db).Begin(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { tx.Rollback(context.Background()) })
+	if _, err := tx.Exec(t.Context(), "SELECT 1"); err != nil {
+		t.Fatal(err)
+	}
+	return tx
 }
