@@ -52,7 +52,8 @@ func TestFormerCallViewsAreDropped(t *testing.T) {
 // role made depend on a view after the sweep checked it) runs on a session of its own, "pgjobsagent N sweep", in the server's
 // budget: not on one of the two record sessions, which the runs' records and plans, the upkeep and
 // the answers to the standbys need. The runs go on and are recorded meanwhile, and a term that ends
-// does not wait for it: the next leads at once.
+// does not wait for it: the next leads at once, and the drop's statement is cancelled on the
+// server, not left running beyond the budget.
 func TestSweepHasASessionOfItsOwn(t *testing.T) {
 	t.Parallel()
 	db := newTestDB(t)
@@ -69,20 +70,24 @@ func TestSweepHasASessionOfItsOwn(t *testing.T) {
 		t.Fatalf("the agent did not lead:\n%s", logs.String())
 	}
 	db.exec(t, "SELECT pgj_update_job('J', null, 'note(''second'')', null)")
-	var sweepers []string
+	type sweeper struct {
+		App string
+		Pid int
+	}
+	var sweepers []sweeper
 	if !eventually(t, 15*time.Second, "the sweep's statement", func() bool {
-		rows, _ := db.conn.Query(t.Context(), `SELECT application_name FROM pg_stat_activity
+		rows, _ := db.conn.Query(t.Context(), `SELECT application_name AS app, pid FROM pg_stat_activity
 			WHERE datname = current_database() AND state = 'active' AND query LIKE '%pgj_call_sweep_%' AND pid <> pg_backend_pid()`)
 		var err error
-		if sweepers, err = pgx.CollectRows(rows, pgx.RowTo[string]); err != nil {
+		if sweepers, err = pgx.CollectRows(rows, pgx.RowToStructByName[sweeper]); err != nil {
 			t.Fatal(err)
 		}
 		return len(sweepers) > 0
 	}) {
 		t.Fatalf("no sweep ran:\n%s", logs.String())
 	}
-	if len(sweepers) != 1 || sweepers[0] != "pgjobsagent 1 sweep" {
-		t.Fatalf("the sweep ran on the sessions %q, want one of its own (pgjobsagent 1 sweep)", sweepers)
+	if len(sweepers) != 1 || sweepers[0].App != "pgjobsagent 1 sweep" {
+		t.Fatalf("the sweep ran on the sessions %v, want one of its own (pgjobsagent 1 sweep)", sweepers)
 	}
 	tick := func(i int) {
 		t.Helper()
@@ -99,6 +104,18 @@ func TestSweepHasASessionOfItsOwn(t *testing.T) {
 	clock.Advance(200 * time.Millisecond)
 	if !eventually(t, 10*time.Second, "a second term", func() bool { return logs.count(1, agent.EventActive) == 2 }) {
 		t.Fatalf("the agent did not lead again during the sweep:\n%s", logs.String())
+	}
+	// The term that ended cancelled its drop (pgx sends the server a cancel request when it closes
+	// a session mid-statement): the backend does not go on with the minute-long statement, outside
+	// the budget, once its session is given back.
+	if !eventually(t, 10*time.Second, "the first term's drop ended", func() bool {
+		var left bool
+		if err := db.conn.QueryRow(t.Context(), "SELECT EXISTS (SELECT FROM pg_stat_activity WHERE pid = $1)", sweepers[0].Pid).Scan(&left); err != nil {
+			t.Fatal(err)
+		}
+		return !left
+	}) {
+		t.Fatalf("the drop of the term that ended still runs on the server (pid %d)", sweepers[0].Pid)
 	}
 	tick(3)
 }
