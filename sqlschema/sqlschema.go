@@ -232,25 +232,39 @@ func Uninstall(ctx context.Context, db DB) error {
 			return err
 		}
 		if _, err := tx.Exec(ctx, query("uninstall")); err != nil {
-			return fmt.Errorf("drop the pgjobs schema: %w", err)
+			return uninstallError("drop the pgjobs schema", err)
 		}
 		if v >= agentSchemaSince { // before, a schema of that name is not pgjobs'
 			if _, err := tx.Exec(ctx, query("uninstall_agent")); err != nil {
-				return fmt.Errorf("drop the pgjobs_agent schema: %w", err)
+				return uninstallError("drop the pgjobs_agent schema", err)
 			}
 		}
 		if v >= setAsideSince { // before, a schema of that name is not pgjobs'; first: its views read tables of the call schemas
 			if _, err := tx.Exec(ctx, query("uninstall_gone")); err != nil {
-				return fmt.Errorf("drop the views of former job calls set aside (pgjobs_gone): %w", err)
+				return uninstallError("drop the views of former job calls set aside (pgjobs_gone)", err)
 			}
 		}
 		if v >= callSchemasSince { // before, schemas of those names are not pgjobs'
 			if _, err := tx.Exec(ctx, query("uninstall_calls")); err != nil {
-				return fmt.Errorf("drop the schemas of the job calls' views: %w", err)
+				return uninstallError("drop the schemas of the job calls' views", err)
 			}
 		}
 		return nil
 	})
+}
+
+// uninstallError wraps err, the failure of the uninstall's step what. When objects depend on what
+// the step drops (a role's view on pgj_jobs, a column default naming a call view by OID),
+// PostgreSQL's detail names them and its hint says to DROP ... CASCADE, which pgjobs does not: the
+// hint says instead what the DBA can do.
+func uninstallError(what string, err error) error {
+	var pgErr *pgconn.PgError
+	if errors.As(err, &pgErr) && pgErr.Code == "2BP01" {
+		hinted := *pgErr
+		hinted.Hint = "Nothing was changed. Drop or change the objects that the detail names (they depend on pgjobs' own), then disable the database again."
+		err = &hinted
+	}
+	return fmt.Errorf("%s: %w", what, err)
 }
 
 // agentSchemaSince is the schema version that added the agent's private schema pgjobs_agent.

@@ -6,6 +6,7 @@ import (
 	"io"
 	"strings"
 
+	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/urfave/cli/v2"
 )
 
@@ -39,7 +40,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 		err = usagef("no command %s; pgjobs help lists them", topic)
 		app.Metadata[usageKey] = "pgjobs help [COMMAND]"
 	}
-	fmt.Fprintf(stderr, "pgjobs: %s\n", oneLine(err))
+	printError(stderr, err)
 	if errors.As(err, new(usageError)) {
 		if usage, ok := app.Metadata[usageKey].(string); ok && usage != "" {
 			fmt.Fprintf(stderr, "usage: %s\n", usage)
@@ -96,6 +97,27 @@ func noteUsage(c *cli.Context) {
 			usage = strings.TrimSpace(c.Command.HelpName + " [OPTIONS] " + c.Command.ArgsUsage)
 		}
 		c.App.Metadata[usageKey] = usage
+	}
+}
+
+// printError prints err on one line, and under it, as psql does, the DETAIL and HINT that
+// PostgreSQL gave with the error it wraps, if any: the DETAIL names what keeps an object from being
+// dropped, for one. Every line is made printable: the names in an error are often other roles'.
+func printError(w io.Writer, err error) {
+	fmt.Fprintf(w, "pgjobs: %s\n", printable(oneLine(err)))
+	var pgErr *pgconn.PgError
+	if !errors.As(err, &pgErr) {
+		return
+	}
+	for _, field := range []struct{ label, text string }{{"DETAIL", pgErr.Detail}, {"HINT", pgErr.Hint}} {
+		if field.text == "" {
+			continue
+		}
+		lines := strings.Split(strings.TrimRight(field.text, "\n"), "\n")
+		fmt.Fprintf(w, "%s:  %s\n", field.label, printable(lines[0]))
+		for _, line := range lines[1:] { // aligned under the first
+			fmt.Fprintf(w, "%*s%s\n", len(field.label)+3, "", printable(line))
+		}
 	}
 }
 

@@ -63,3 +63,54 @@ func writeFile(t *testing.T, path, text string) {
 		t.Fatal(err)
 	}
 }
+
+// TestDisableDBNamesWhatHoldsIt: an ordinary role's object that depends on its call's view by OID
+// (a column default '<OID>'::regclass) makes disabledb fail, changing nothing, and the error's
+// lines name that object, as PostgreSQL's detail does, in printable form (the object's name is
+// the role's), with a hint pgjobs can follow instead of PostgreSQL's DROP ... CASCADE (the
+// README-only attack on schema version 18: the detail was only in the server's log).
+func TestDisableDBNamesWhatHoldsIt(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	env := newAdminEnv(t)
+	db := cluster.NewDatabase(t)
+	if got := env.on(t, "enabledb", db); got.code != 0 {
+		t.Fatalf("enabledb: %#v", got)
+	}
+	super := cluster.Connect(t, db)
+	alice := cluster.NewRole(t, "alice", db)
+	if _, err := super.Exec(ctx, fmt.Sprintf(`CREATE FUNCTION public.off_line() RETURNS void LANGUAGE sql AS 'SELECT 1';
+		GRANT CREATE ON SCHEMA public TO %s`, alice)); err != nil {
+		t.Fatal(err)
+	}
+	aliceConn := cluster.ConnectAs(t, db, alice)
+	var view string
+	if _, err := aliceConn.Exec(ctx, "SELECT pgjobs.pgj_create_job('A', 'off_line()', null, null)"); err != nil {
+		t.Fatal(err)
+	}
+	if err := aliceConn.QueryRow(ctx, "SELECT view::regclass::oid::text FROM pgjobs.pgj_jobs WHERE name = 'A'").Scan(&view); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := aliceConn.Exec(ctx, fmt.Sprintf(`CREATE TABLE public."hold%s[2J" (x regclass DEFAULT '%s'::regclass)`, "\x1b", view)); err != nil {
+		t.Fatal(err)
+	}
+	got := env.on(t, "disabledb", db)
+	for _, want := range []string{
+		"cannot drop",
+		`DETAIL:  default value for column x of table "hold\x1b[2J" depends on view`,
+		"HINT:  Nothing was changed. Drop or change the objects that the detail names",
+	} {
+		if !strings.Contains(got.stderr, want) {
+			t.Errorf("disabledb's error has no %q", want)
+		}
+	}
+	if got.code != 1 || strings.Contains(got.stderr, "\x1b") || strings.Contains(got.stderr, "CASCADE") {
+		t.Errorf("disabledb: exit %d, an escape %v, PostgreSQL's hint to CASCADE %v", got.code, strings.Contains(got.stderr, "\x1b"), strings.Contains(got.stderr, "CASCADE"))
+	}
+	if t.Failed() {
+		t.Fatalf("disabledb's stderr:\n%s", got.stderr)
+	}
+	if !hasSchema(t, db) || !strings.Contains(env.file(t), "|"+db+"|") {
+		t.Fatalf("a failed disabledb changed something:\n%s", env.file(t))
+	}
+}
