@@ -253,13 +253,13 @@ func Uninstall(ctx context.Context, db DB) error {
 	})
 }
 
-// uninstallError wraps err, the failure of the uninstall's step what. When objects depend on what
-// the step drops (a role's view on pgj_jobs, a column default naming a call view by OID),
-// PostgreSQL's detail names them and its hint says to DROP ... CASCADE, which pgjobs does not: the
-// hint says instead what the DBA can do.
+// uninstallError wraps err, the failure of the uninstall's step what. When objects depend by OID on
+// what the step drops (a column default '<OID>'::regclass naming a call view, a column of a view's
+// row type), PostgreSQL's detail names them and its hint says to DROP ... CASCADE, which would drop
+// what roles made: the hint says instead what the DBA can do. The uninstall is one transaction, so
+// nothing was changed.
 func uninstallError(what string, err error) error {
-	var pgErr *pgconn.PgError
-	if errors.As(err, &pgErr) && pgErr.Code == "2BP01" {
+	if pgErr, ok := err.(*pgconn.PgError); ok && pgErr.Code == "2BP01" {
 		hinted := *pgErr
 		hinted.Hint = "Nothing was changed. Drop or change the objects that the detail names (they depend on pgjobs' own), then disable the database again."
 		err = &hinted

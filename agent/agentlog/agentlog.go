@@ -113,7 +113,8 @@ type Options struct {
 //
 // Every line is one line that splits into exactly 4 fields on its first 3 '|':
 //   - in the message, '\' is written as `\\`, '|' as `\|`, newline as `\n`, carriage return as `\r`, tab as `\t`,
-//     other control characters, U+2028, U+2029 and invalid UTF-8 bytes as `\xHH` or `\uHHHH`;
+//     other control characters, format characters (U+202E, U+200B, ...), U+2028, U+2029 and invalid UTF-8
+//     bytes as `\xHH`, `\uHHHH` or `\UHHHHHHHH`;
 //   - a key or value that is empty or holds a blank, '|', '=', '"', a control or other non-printing character
 //     is written with strconv.Quote, and every '|' in the quoted text as `\x7c`, so strconv.Unquote restores it;
 //   - in the status, '|' and non-printing characters other than ' ' are replaced by '_'.

@@ -359,8 +359,8 @@ func TestMessageFormat(t *testing.T) {
 		},
 		{
 			name: "escaped message",
-			msg:  "a|b\nc\r\td\\e\x00f\x7fg\u0085h\u2028i\xffj",
-			want: head + `running|a\|b\nc\r\td\\e\x00f\x7fg\u0085h\u2028i\xffj`,
+			msg:  "a|b\nc\r\td\\e\x00f\x7fg\u0085h\u2028i\xffj\u202ek\u200bl\U000e0001m",
+			want: head + `running|a\|b\nc\r\td\\e\x00f\x7fg\u0085h\u2028i\xffj\u202ek\u200bl\U000e0001m`,
 		},
 		{
 			name: "status with a bar and a newline",

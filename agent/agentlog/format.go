@@ -104,8 +104,9 @@ func appendQuoted(buf []byte, s string) []byte {
 	return append(buf, strings.ReplaceAll(strconv.Quote(s), "|", `\x7c`)...)
 }
 
-// appendEscaped appends the message s to buf with '\', '|', control characters, line and paragraph separators
-// and invalid UTF-8 escaped (see Handler), so that it stays on one line and holds no bare '|'.
+// appendEscaped appends the message s to buf with '\', '|', control characters, format characters
+// (bidi overrides, zero-width spaces), line and paragraph separators and invalid UTF-8 escaped (see
+// Handler), so that it stays on one line, holds no bare '|' and shows what it says.
 func appendEscaped(buf []byte, s string) []byte {
 	for i := 0; i < len(s); {
 		r, size := utf8.DecodeRuneInString(s[i:])
@@ -124,7 +125,9 @@ func appendEscaped(buf []byte, s string) []byte {
 			buf = fmt.Appendf(buf, `\x%02x`, s[i])
 		case r < utf8.RuneSelf && unicode.IsControl(r):
 			buf = fmt.Appendf(buf, `\x%02x`, r)
-		case unicode.IsControl(r) || r == '\u2028' || r == '\u2029':
+		case r > 0xffff && unicode.Is(unicode.Cf, r):
+			buf = fmt.Appendf(buf, `\U%08x`, r)
+		case unicode.IsControl(r) || unicode.Is(unicode.Cf, r) || r == '\u2028' || r == '\u2029':
 			buf = fmt.Appendf(buf, `\u%04x`, r)
 		default:
 			buf = append(buf, s[i:i+size]...)

@@ -2,8 +2,12 @@ package main
 
 import (
 	"encoding/json"
+	"errors"
+	"fmt"
 	"strings"
 	"testing"
+
+	"github.com/jackc/pgx/v5/pgconn"
 )
 
 func TestPrintable(t *testing.T) {
@@ -48,6 +52,35 @@ func TestPrintJSONEscapesControlsAndFormats(t *testing.T) {
 			t.Errorf("%s: printJSON(%q) = %s, want %s", tt.name, tt.in, got, tt.want)
 		} else if err := json.Unmarshal([]byte(got), &back); err != nil || back != tt.in {
 			t.Errorf("%s: %s reads back as %q (%v), want %q", tt.name, got, back, err, tt.in)
+		}
+	}
+}
+
+// TestPrintError: the error line and a wrapped PostgreSQL error's DETAIL and HINT are printed with
+// control characters escaped (a job's own RAISE, names of other roles' objects), a DETAIL of
+// several lines aligned under its first.
+func TestPrintError(t *testing.T) {
+	t.Parallel()
+	for _, tt := range []struct {
+		name string
+		err  error
+		want string
+	}{
+		{"plain", errors.New("no such job\n  Bill"), "pgjobs: no such job Bill\n"},
+		{"escape in the message", fmt.Errorf("run: job ended: %s", "P0001: x\x1b[2J"), "pgjobs: run: job ended: P0001: x\\x1b[2J\n"},
+		{"PostgreSQL's detail and hint", fmt.Errorf("disabledb: %w", &pgconn.PgError{Severity: "ERROR", Code: "2BP01", Message: "cannot drop \x1b]0;x\a",
+			Detail: "default of \"a\x1b[31m\"\nand of b\u202e\n", Hint: "drop them"}),
+			"pgjobs: disabledb: ERROR: cannot drop \\x1b]0;x\\a (SQLSTATE 2BP01)\n" +
+				"DETAIL:  default of \"a\\x1b[31m\"\n" +
+				"         and of b\\u202e\n" +
+				"HINT:  drop them\n"},
+		{"hint alone, through a wrapper", fmt.Errorf("run: %w", pgMessage{&pgconn.PgError{Message: "job \"Held\" is paused", Hint: "pgj_resume_job resumes it"}}),
+			"pgjobs: run: job \"Held\" is paused\nHINT:  pgj_resume_job resumes it\n"},
+	} {
+		var b strings.Builder
+		printError(&b, tt.err)
+		if b.String() != tt.want {
+			t.Errorf("%s:\n got %q\nwant %q", tt.name, b.String(), tt.want)
 		}
 	}
 }

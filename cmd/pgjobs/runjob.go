@@ -64,7 +64,7 @@ func runJobNow(c *cli.Context) error {
 	id, err := sqlschema.RequestRun(c.Context, conn, job)
 	var pgErr *pgconn.PgError
 	if errors.As(err, &pgErr) {
-		return fmt.Errorf("run: %s: %s", t.Target(), pgErr.Message)
+		return fmt.Errorf("run: %s: %w", t.Target(), pgMessage{pgErr})
 	}
 	if err != nil {
 		return fmt.Errorf("run: %s: %w", t.Target(), err)
@@ -133,3 +133,10 @@ func reportRun(c *cli.Context, job string, r sqlschema.RequestState) error {
 	}
 	return fmt.Errorf("run: job %s ended %s%s: %s", job, *r.Status, took, strings.Join(why, ": "))
 }
+
+// pgMessage is a PostgreSQL error told by its message alone (pgj_run_job's refusals name the
+// function and the job), its DETAIL and HINT kept for printError.
+type pgMessage struct{ *pgconn.PgError }
+
+func (e pgMessage) Error() string { return e.Message }
+func (e pgMessage) Unwrap() error { return e.PgError }

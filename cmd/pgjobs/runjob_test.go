@@ -70,7 +70,7 @@ func TestRunJobNow(t *testing.T) {
 	}
 	// A paused job is refused.
 	got = env.on(t, "run", db, "-u", alice, "--wait", "Held")
-	if got.code != 1 || !strings.Contains(got.stderr, `pgj_run_job: argument 1: job "Held" is paused`) {
+	if got.code != 1 || !strings.Contains(got.stderr, `pgj_run_job: argument 1: job "Held" is paused`) || !strings.Contains(got.stderr, "\nHINT:  ") {
 		t.Fatalf("run --wait Held: %#v", got)
 	}
 	// A job whose run is still going is not run again: the request says why.

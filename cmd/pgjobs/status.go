@@ -175,10 +175,10 @@ func printStatus(w io.Writer, d dbStatus) {
 	fmt.Fprintf(w, "database %d: %s as %s\n", d.row.ID, d.row.Target(), d.row.ResolvedUser())
 	switch {
 	case d.unreachable != nil:
-		line("error", "unreachable: %s", oneLine(d.unreachable))
+		line("error", "unreachable: %s", printable(oneLine(d.unreachable)))
 		return
 	case d.unreadable != nil:
-		line("error", "unreadable: %s", oneLine(d.unreadable))
+		line("error", "unreadable: %s", printable(oneLine(d.unreadable)))
 		return
 	case !s.Enabled:
 		line("enabled", "no: not enabled (the database has no pgjobs schema; pgjobs enabledb -d %s enables it)", d.row.Name)

@@ -222,6 +222,21 @@ declined'),
 	// (b) The agents stopped: the lease is released, tasks pile up.
 	standby()
 	leader()
+	// The agents' sessions are closed; their backends exit a moment later, and one still listed
+	// would be counted as a standby.
+	for deadline := time.Now().Add(10 * time.Second); ; {
+		var left int
+		if err := super.QueryRow(ctx, `SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() AND application_name LIKE 'pgjobsagent%'`).Scan(&left); err != nil {
+			t.Fatal(err)
+		}
+		if left == 0 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%d sessions of the stopped agents still on the server", left)
+		}
+		time.Sleep(20 * time.Millisecond) // polling the server, not a guess at a delay
+	}
 	if _, err := super.Exec(ctx, `INSERT INTO pgjobs.task (plan, input) VALUES (now() - interval '10 minutes', 'SELECT 1'), (now() - interval '2 minutes', 'SELECT 2')`); err != nil {
 		t.Fatal(err)
 	}
