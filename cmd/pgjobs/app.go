@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/pgjobs/pgjobs/internal/printable"
 	"github.com/urfave/cli/v2"
 )
 
@@ -104,7 +105,7 @@ func noteUsage(c *cli.Context) {
 // PostgreSQL gave with the error it wraps, if any: the DETAIL names what keeps an object from being
 // dropped, for one. Every line is made printable: the names in an error are often other roles'.
 func printError(w io.Writer, err error) {
-	fmt.Fprintf(w, "pgjobs: %s\n", printable(oneLine(err)))
+	fmt.Fprintf(w, "pgjobs: %s\n", printable.String(oneLine(err)))
 	var pgErr *pgconn.PgError
 	if !errors.As(err, &pgErr) {
 		return
@@ -114,9 +115,9 @@ func printError(w io.Writer, err error) {
 			continue
 		}
 		lines := strings.Split(strings.TrimRight(field.text, "\n"), "\n")
-		fmt.Fprintf(w, "%s:  %s\n", field.label, printable(lines[0]))
+		fmt.Fprintf(w, "%s:  %s\n", field.label, printable.String(lines[0]))
 		for _, line := range lines[1:] { // aligned under the first
-			fmt.Fprintf(w, "%*s%s\n", len(field.label)+3, "", printable(line))
+			fmt.Fprintf(w, "%*s%s\n", len(field.label)+3, "", printable.String(line))
 		}
 	}
 }

@@ -5,16 +5,15 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"strconv"
 	"strings"
 	"text/tabwriter"
 	"time"
 	"unicode"
 	"unicode/utf16"
-	"unicode/utf8"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/pgjobs/pgjobs/config"
+	"github.com/pgjobs/pgjobs/internal/printable"
 	"github.com/pgjobs/pgjobs/sqlschema"
 	"github.com/urfave/cli/v2"
 )
@@ -65,7 +64,7 @@ func listJobs(c *cli.Context) error {
 		if j.Paused {
 			next = "paused"
 		}
-		fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%s\t%s\t%s\n", printable(j.Name), printable(j.Function), printable(starts), printable(recurs),
+		fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%s\t%s\t%s\n", printable.String(j.Name), printable.String(j.Function), printable.String(starts), printable.String(recurs),
 			next, timeOrDash(j.LastRun), orDash(j.LastStatus))
 	}
 	return w.Flush()
@@ -144,24 +143,4 @@ func timeOrDash(t *time.Time) string {
 		return "-"
 	}
 	return t.Local().Format(fireTimeLayout)
-}
-
-// printable returns s with control characters, format characters (bidi overrides, zero-width
-// spaces), line separators and invalid UTF-8 written as Go escapes (\n, \t, \x1b, \u202e): names
-// and calls are any role's text, and may not forge rows of the listing, reorder or hide text, or
-// drive the terminal.
-func printable(s string) string {
-	var b strings.Builder
-	for i, r := range s {
-		switch {
-		case r == utf8.RuneError && !strings.HasPrefix(s[i:], "\uFFFD"):
-			fmt.Fprintf(&b, "\\x%02x", s[i])
-		case unicode.IsControl(r) || unicode.Is(unicode.Cf, r) || r == '\u2028' || r == '\u2029':
-			q := strconv.QuoteRune(r)
-			b.WriteString(q[1 : len(q)-1])
-		default:
-			b.WriteRune(r)
-		}
-	}
-	return b.String()
 }

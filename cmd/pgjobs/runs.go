@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/pgjobs/pgjobs/internal/printable"
 	"github.com/pgjobs/pgjobs/sqlschema"
 	"github.com/urfave/cli/v2"
 )
@@ -84,8 +85,8 @@ func listRuns(c *cli.Context) error {
 		if r.SQLState != nil {
 			message = *r.SQLState + ": " + message
 		}
-		fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%s\t%s\n", printable(r.Job), scheduled, timeOrDash(r.Started), duration, r.Status,
-			printable(strings.Join(strings.Fields(message), " ")))
+		fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%s\t%s\n", printable.String(r.Job), scheduled, timeOrDash(r.Started), duration, r.Status,
+			printable.String(strings.Join(strings.Fields(message), " ")))
 	}
 	return w.Flush()
 }

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/pgjobs/pgjobs/config"
+	"github.com/pgjobs/pgjobs/internal/printable"
 	"github.com/pgjobs/pgjobs/sqlschema"
 	"github.com/urfave/cli/v2"
 )
@@ -175,10 +176,10 @@ func printStatus(w io.Writer, d dbStatus) {
 	fmt.Fprintf(w, "database %d: %s as %s\n", d.row.ID, d.row.Target(), d.row.ResolvedUser())
 	switch {
 	case d.unreachable != nil:
-		line("error", "unreachable: %s", printable(oneLine(d.unreachable)))
+		line("error", "unreachable: %s", printable.String(oneLine(d.unreachable)))
 		return
 	case d.unreadable != nil:
-		line("error", "unreadable: %s", printable(oneLine(d.unreadable)))
+		line("error", "unreadable: %s", printable.String(oneLine(d.unreadable)))
 		return
 	case !s.Enabled:
 		line("enabled", "no: not enabled (the database has no pgjobs schema; pgjobs enabledb -d %s enables it)", d.row.Name)
@@ -186,7 +187,7 @@ func printStatus(w io.Writer, d dbStatus) {
 	}
 	line("enabled", "yes, schema version %d%s", s.Version, versionNote(s.Version, ": "))
 	if !s.Superuser {
-		line("role", "%s, no superuser: the jobs, runs and tasks below are its own", printable(s.Role))
+		line("role", "%s, no superuser: the jobs, runs and tasks below are its own", printable.String(s.Role))
 	}
 	line("active agent", "%s", leaderText(s))
 	line("standbys", "%s", standbysText(s))
@@ -196,7 +197,7 @@ func printStatus(w io.Writer, d dbStatus) {
 	}
 	line("jobs", "%s", jobs)
 	if s.NextFire != nil && s.NextJob != nil {
-		line("next fire", "%s at %s", printable(*s.NextJob), timeAge(*s.NextFire, s.Now))
+		line("next fire", "%s at %s", printable.String(*s.NextJob), timeAge(*s.NextFire, s.Now))
 	} else {
 		line("next fire", "none planned")
 	}
@@ -225,18 +226,18 @@ func leaderText(s sqlschema.Status) string {
 	l := s.Leader
 	last := "no agent has ever led"
 	if l.Agent != nil {
-		last = "last: " + printable(*l.Agent)
+		last = "last: " + printable.String(*l.Agent)
 		if l.Since != nil {
 			last += ", which took the lead at " + timeAge(*l.Since, s.Now)
 		}
 	}
 	switch {
 	case !l.Readable:
-		return fmt.Sprintf("unknown: %s may not read the leader lease pgjobs.pgj_leader_ (run pgjobs status as a superuser or as the agent's role)", printable(s.Role))
+		return fmt.Sprintf("unknown: %s may not read the leader lease pgjobs.pgj_leader_ (run pgjobs status as a superuser or as the agent's role)", printable.String(s.Role))
 	case !l.Tracked:
 		return fmt.Sprintf("unknown: schema version %d does not record the leader's session (%s)", s.Version, last)
 	case l.Active:
-		text := fmt.Sprintf("%s, session %d", printable(deref(l.Agent, "an unnamed agent")), *l.PID)
+		text := fmt.Sprintf("%s, session %d", printable.String(deref(l.Agent, "an unnamed agent")), *l.PID)
 		if l.Since != nil {
 			text += ", since " + timeAge(*l.Since, s.Now)
 		}
@@ -251,7 +252,7 @@ func leaderText(s sqlschema.Status) string {
 func standbysText(s sqlschema.Status) string {
 	if s.Standbys.Hidden > 0 {
 		return fmt.Sprintf("unknown (needs pg_read_all_stats: %s may not see what %d agent %s of other roles %s doing)",
-			printable(s.Role), s.Standbys.Hidden, plural(s.Standbys.Hidden, "session", "sessions"), plural(s.Standbys.Hidden, "is", "are"))
+			printable.String(s.Role), s.Standbys.Hidden, plural(s.Standbys.Hidden, "session", "sessions"), plural(s.Standbys.Hidden, "is", "are"))
 	}
 	return fmt.Sprint(s.Standbys.Count)
 }
@@ -262,7 +263,7 @@ func failureText(s sqlschema.Status) string {
 	if f == nil {
 		return "none"
 	}
-	text := printable(f.Job) + " " + f.Status
+	text := printable.String(f.Job) + " " + f.Status
 	if f.Finished != nil {
 		text += " at " + timeAge(*f.Finished, s.Now)
 	}
@@ -270,7 +271,7 @@ func failureText(s sqlschema.Status) string {
 	if f.SQLState != nil {
 		message = *f.SQLState + ": " + message
 	}
-	return text + ": " + printable(strings.Join(strings.Fields(message), " "))
+	return text + ": " + printable.String(strings.Join(strings.Fields(message), " "))
 }
 
 // tasksText tells the tasks by state and, when tasks wait, how many and since when.

@@ -9,6 +9,7 @@ import (
 
 	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/pgjobs/pgjobs/config"
+	"github.com/pgjobs/pgjobs/internal/printable"
 	"github.com/pgjobs/pgjobs/sqlschema"
 	"github.com/urfave/cli/v2"
 )
@@ -60,7 +61,7 @@ func upgrade(ctx context.Context, d config.Database) (from, to int, warnings str
 		// the severity as the server names it in English: the other is in its lc_messages
 		if cmp.Or(n.SeverityUnlocalized, n.Severity) == "WARNING" {
 			if count++; count <= maxWarnings {
-				fmt.Fprintf(&said, "%s: warning: %s\n", d.Target(), printable(n.Message))
+				fmt.Fprintf(&said, "%s: warning: %s\n", d.Target(), printable.String(n.Message))
 			}
 		}
 	})

@@ -266,6 +266,12 @@ func TestUsage(t *testing.T) {
 	if cmd.ProcessState.ExitCode() != 2 || string(out) != "pgjobsagent: flag provided but not defined: -bogus\nusage: "+usageLine+"\n" {
 		t.Fatalf("exit %d: %s", cmd.ProcessState.ExitCode(), out)
 	}
+	// What the error line quotes is escaped: here a flag, elsewhere a path or a server's message.
+	cmd = exec.Command(binary, "--bogus\x1b[2J")
+	out, _ = cmd.CombinedOutput()
+	if cmd.ProcessState.ExitCode() != 2 || !strings.HasPrefix(string(out), "pgjobsagent: flag provided but not defined: -bogus\\x1b[2J\n") {
+		t.Fatalf("an unknown flag with an escape: exit %d: %q", cmd.ProcessState.ExitCode(), out)
+	}
 	out, err := exec.Command(binary, "--help").CombinedOutput()
 	if err != nil || !strings.Contains(string(out), "Example:") {
 		t.Fatalf("--help: %v %s", err, out)

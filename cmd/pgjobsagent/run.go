@@ -18,6 +18,7 @@ import (
 	"github.com/pgjobs/pgjobs/config"
 	"github.com/pgjobs/pgjobs/internal/authwatch"
 	"github.com/pgjobs/pgjobs/internal/metrics"
+	"github.com/pgjobs/pgjobs/internal/printable"
 	"github.com/pgjobs/pgjobs/sqlschema"
 	"github.com/urfave/cli/v2"
 )
@@ -97,7 +98,7 @@ Example:
 	if err == nil {
 		return exitOK
 	}
-	fmt.Fprintf(stderr, "pgjobsagent: %s\n", strings.Join(strings.Fields(err.Error()), " "))
+	fmt.Fprintf(stderr, "pgjobsagent: %s\n", printable.String(strings.Join(strings.Fields(err.Error()), " ")))
 	if errors.As(err, new(usageError)) {
 		fmt.Fprintf(stderr, "usage: %s\n", usageLine)
 		return exitUsage
@@ -115,7 +116,7 @@ func checkConfig(ctx context.Context, path string, out io.Writer) error {
 	for _, d := range f.Databases() {
 		if err := checkDatabase(ctx, d); err != nil {
 			problems++
-			fmt.Fprintf(out, "%s: agent %d (%s): %v\n", path, d.ID, d.Target(), err)
+			fmt.Fprintf(out, "%s: agent %d (%s): %s\n", path, d.ID, d.Target(), printable.String(strings.Join(strings.Fields(err.Error()), " ")))
 			continue
 		}
 		fmt.Fprintf(out, "%s: agent %d (%s): ok\n", path, d.ID, d.Target())
