@@ -95,8 +95,8 @@ const setAside = "pgjobs_gone"
 // turns, a statement each, starting at any owner (at random, so that no owner comes last every
 // round). The last statements (CallViewsDropMax drops each) drop what is due of all that is set
 // aside, by this call or before (listed in views as pgjobs_gone.*, which no statement sets aside),
-// then the call schemas left empty of roles that have no job. No statement is sent once the drop took CallViewsDropBudget, but the last, nor any
-// once ctx ended, the rest left for a later drop. A statement waits for no view or table another
+// then the call schemas left empty of roles that have no job. No statement is sent once the drop
+// took CallViewsDropBudget, but the last, nor any once ctx ended, the rest left for a later drop. A statement waits for no view or table another
 // session holds and stops trying an owner's once its tries took 0.5 s (beyond 10 ms each). A
 // statement that fails does not keep the next from running. Only an agent's role may (one that may
 // update the leader lease).
