@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/pgjobs/pgjobs/sqlschema"
 )
 
@@ -189,5 +190,30 @@ func TestUpgradeFromVersion2(t *testing.T) {
 	}
 	if got := queryString(t, conn, "SELECT function FROM pgjobs.pgj_jobs WHERE name = 'Kept'"); got != "public.off_line()" {
 		t.Fatalf("job after the upgrade: %q", got)
+	}
+}
+
+// TestUpgradeRefusedByDependents: when a version drops an object that something made outside
+// pgjobs depends on (version 2 drops the views of version 1), the upgrade fails changing nothing,
+// the detail names the dependent and the hint says what to do instead of DROP ... CASCADE.
+func TestUpgradeRefusedByDependents(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	conn := cluster.Connect(t, cluster.NewDatabase(t))
+	if err := sqlschema.InstallVersion(ctx, conn, 1); err != nil {
+		t.Fatal(err)
+	}
+	mustExec(t, conn, "CREATE VIEW public.my_jobs AS SELECT * FROM pgjobs.pgj_jobs")
+	_, _, err := sqlschema.Upgrade(ctx, conn)
+	var pgErr *pgconn.PgError
+	if !errors.As(err, &pgErr) || pgErr.Code != "2BP01" {
+		t.Fatalf("Upgrade with a dependent view: %v, want 2BP01", err)
+	}
+	if !strings.Contains(pgErr.Detail, "my_jobs") || strings.Contains(pgErr.Hint, "CASCADE") ||
+		!strings.Contains(pgErr.Hint, "Nothing was changed") || !strings.Contains(pgErr.Hint, "pgjobs updatesystem again") {
+		t.Fatalf("detail %q, hint %q", pgErr.Detail, pgErr.Hint)
+	}
+	if v, err := sqlschema.Installed(ctx, conn); err != nil || v != 1 {
+		t.Fatalf("version after the refused upgrade = %d, %v; want 1", v, err)
 	}
 }

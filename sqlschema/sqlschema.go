@@ -259,12 +259,20 @@ func Uninstall(ctx context.Context, db DB) error {
 // what roles made: the hint says instead what the DBA can do. The uninstall is one transaction, so
 // nothing was changed.
 func uninstallError(what string, err error) error {
-	if pgErr, ok := err.(*pgconn.PgError); ok && pgErr.Code == "2BP01" {
-		hinted := *pgErr
-		hinted.Hint = "Nothing was changed. Drop or change the objects that the detail names (they depend on pgjobs' own), then disable the database again."
-		err = &hinted
+	return fmt.Errorf("%s: %w", what, dependentsHinted(err, "disable the database again"))
+}
+
+// dependentsHinted returns err with the hint of a refusal by dependents (2BP01) replaced by what
+// the DBA can do before trying again (then): the uninstall and the upgrade are one transaction
+// each, so nothing was changed. Any other error is returned as it is.
+func dependentsHinted(err error, then string) error {
+	pgErr, ok := err.(*pgconn.PgError)
+	if !ok || pgErr.Code != "2BP01" {
+		return err
 	}
-	return fmt.Errorf("%s: %w", what, err)
+	hinted := *pgErr
+	hinted.Hint = "Nothing was changed. Drop or change the objects that the detail names (they depend on pgjobs' own), then " + then + "."
+	return &hinted
 }
 
 // agentSchemaSince is the schema version that added the agent's private schema pgjobs_agent.
@@ -285,7 +293,7 @@ func apply(ctx context.Context, tx pgx.Tx, v version) error {
 			return err
 		}
 		if _, err := tx.Exec(ctx, string(text)); err != nil {
-			return fmt.Errorf("apply %s (schema version %d): %w", name, v.number, err)
+			return fmt.Errorf("apply %s (schema version %d): %w", name, v.number, dependentsHinted(err, "run pgjobs updatesystem again"))
 		}
 	}
 	return nil

@@ -3,7 +3,6 @@ package main
 import (
 	"cmp"
 	"context"
-	"errors"
 	"fmt"
 	"strings"
 
@@ -31,18 +30,20 @@ func updateSystem(c *cli.Context) error {
 	if err != nil {
 		return err
 	}
-	var failed []error
+	failed := 0
 	for _, d := range f.Databases() {
 		from, to, warnings, err := upgrade(c.Context, d)
 		if err != nil {
-			failed = append(failed, fmt.Errorf("%s: %w", d.Target(), err))
+			// each on its lines, with PostgreSQL's detail and hint: they name what to mend there
+			printError(c.App.ErrWriter, fmt.Errorf("updatesystem: %s: %w", d.Target(), err))
+			failed++
 			continue
 		}
 		fmt.Fprint(c.App.ErrWriter, warnings)
 		fmt.Fprintf(c.App.Writer, "%s: schema version %d -> %d\n", d.Target(), from, to)
 	}
-	if len(failed) > 0 {
-		return fmt.Errorf("updatesystem: system version not changed: %w", errors.Join(failed...))
+	if failed > 0 {
+		return fmt.Errorf("updatesystem: system version not changed: the upgrade of %d of %d databases failed (above)", failed, len(f.Databases()))
 	}
 	if _, err := updateConfig(c, func(f *config.File) error { return f.SetSystem(version) }); err != nil {
 		return fmt.Errorf("updatesystem: %w", err)

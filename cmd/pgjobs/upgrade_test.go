@@ -63,3 +63,57 @@ func TestUpgradeWarnings(t *testing.T) {
 		}
 	})
 }
+
+// TestUpgradeRefusedNamesWhatHoldsIt: updatesystem over two databases, where a view made outside
+// pgjobs depends on a view that the upgrade from version 1 drops in one of them: that database's
+// error comes on its own lines with PostgreSQL's detail naming the view and a hint pgjobs can
+// follow (not DROP ... CASCADE), the other database is upgraded, and the system version is not
+// recorded.
+func TestUpgradeRefusedNamesWhatHoldsIt(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	env := newAdminEnv(t)
+	held, free := cluster.NewDatabase(t), cluster.NewDatabase(t)
+	for _, db := range []string{held, free} {
+		if got := env.on(t, "enabledb", db); got.code != 0 {
+			t.Fatalf("enabledb: %#v", got)
+		}
+		conn := cluster.Connect(t, db)
+		if err := sqlschema.Uninstall(ctx, conn); err != nil {
+			t.Fatal(err)
+		}
+		if err := sqlschema.InstallVersion(ctx, conn, 1); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := cluster.Connect(t, held).Exec(ctx, "CREATE VIEW public.\"my\x1b[2J_jobs\" AS SELECT * FROM pgjobs.pgj_jobs"); err != nil {
+		t.Fatal(err)
+	}
+	before := env.file(t)
+	got := env.run(t, "updatesystem", "-v", systemVersion())
+	heldTarget := fmt.Sprintf("%s:%d/%s", cluster.Host(), cluster.Port(), held)
+	for _, want := range []string{
+		"pgjobs: updatesystem: " + heldTarget + ": apply ",
+		`DETAIL:  view public."my\x1b[2J_jobs" depends on view pgjobs.pgj_jobs`,
+		"HINT:  Nothing was changed. Drop or change the objects that the detail names (they depend on pgjobs' own), then run pgjobs updatesystem again.",
+		"pgjobs: updatesystem: system version not changed: the upgrade of 1 of 2 databases failed (above)\n",
+	} {
+		if !strings.Contains(got.stderr, want) {
+			t.Errorf("updatesystem's error has no %q", want)
+		}
+	}
+	if got.code != 1 || strings.Contains(got.stderr, "\x1b") || strings.Contains(got.stderr, "CASCADE") {
+		t.Errorf("updatesystem: exit %d, an escape %v, PostgreSQL's hint to CASCADE %v", got.code, strings.Contains(got.stderr, "\x1b"), strings.Contains(got.stderr, "CASCADE"))
+	}
+	if t.Failed() {
+		t.Logf("stderr:\n%s", got.stderr)
+	}
+	if env.file(t) != before {
+		t.Errorf("the configuration changed:\n%s", env.file(t))
+	}
+	for db, want := range map[string]int{held: 1, free: sqlschema.Latest()} {
+		if v, err := sqlschema.Installed(ctx, cluster.Connect(t, db)); err != nil || v != want {
+			t.Errorf("schema version of %s = %d, %v; want %d", db, v, err, want)
+		}
+	}
+}
