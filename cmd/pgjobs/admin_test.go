@@ -140,9 +140,10 @@ func TestAdminCommands(t *testing.T) {
 	}
 	jobs := env.on(t, "jobs", db)
 	nextText := next.Local().Format(fireTimeLayout)
-	wantJobs := "NAME     FUNCTION           STARTS          RECURS ON           NEXT RUN" + strings.Repeat(" ", len(nextText)-6) + "LAST RUN  LAST STATUS\n" +
-		"OffLine  public.off_line()  -               Daily0630 (D 6:30)  " + nextText + "  -         -\n" +
-		"Warm     public.off_line()  at agent start  -                   -" + strings.Repeat(" ", len(nextText)+1) + "-         -\n"
+	owner := fmt.Sprintf("%-*s", max(len("OWNER"), len(cluster.User()))+2, cluster.User())
+	wantJobs := "NAME     " + fmt.Sprintf("%-*s", len(owner), "OWNER") + "FUNCTION           STARTS          RECURS ON           NEXT RUN" + strings.Repeat(" ", len(nextText)-6) + "LAST RUN  LAST STATUS\n" +
+		"OffLine  " + owner + "public.off_line()  -               Daily0630 (D 6:30)  " + nextText + "  -         -\n" +
+		"Warm     " + owner + "public.off_line()  at agent start  -                   -" + strings.Repeat(" ", len(nextText)+1) + "-         -\n"
 	if jobs.code != 0 || jobs.stdout != wantJobs {
 		t.Fatalf("jobs:\n%s%s\nwant:\n%s", jobs.stdout, jobs.stderr, wantJobs)
 	}

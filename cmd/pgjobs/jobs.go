@@ -21,7 +21,7 @@ import (
 func jobsCommand() *cli.Command {
 	return command(&cli.Command{
 		Name:      "jobs",
-		Usage:     "list a database's jobs with their schedules, next and last runs",
+		Usage:     "list a database's jobs with their owners, schedules, next and last runs",
 		UsageText: "pgjobs jobs [-h HOST] [-p PORT] -d DATABASE [-u USER] [--json]",
 		Description: `Connects as USER (default: PGUSER, else the user of the database's configuration row, else
 postgres) and lists the jobs that role may see: any role that may connect can use it. A paused
@@ -50,7 +50,7 @@ func listJobs(c *cli.Context) error {
 		return printJSON(c.App.Writer, jobs)
 	}
 	w := tabwriter.NewWriter(c.App.Writer, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(w, "NAME\tFUNCTION\tSTARTS\tRECURS ON\tNEXT RUN\tLAST RUN\tLAST STATUS")
+	fmt.Fprintln(w, "NAME\tOWNER\tFUNCTION\tSTARTS\tRECURS ON\tNEXT RUN\tLAST RUN\tLAST STATUS")
 	for _, j := range jobs {
 		starts := orDash(j.StartSchedule)
 		if j.Startup {
@@ -64,7 +64,7 @@ func listJobs(c *cli.Context) error {
 		if j.Paused {
 			next = "paused"
 		}
-		fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%s\t%s\t%s\n", printable.String(j.Name), printable.String(j.Function), printable.String(starts), printable.String(recurs),
+		fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", printable.String(j.Name), printable.String(j.Owner), printable.String(j.Function), printable.String(starts), printable.String(recurs),
 			next, timeOrDash(j.LastRun), orDash(j.LastStatus))
 	}
 	return w.Flush()

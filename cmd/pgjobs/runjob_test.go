@@ -87,12 +87,14 @@ func TestRunJobNow(t *testing.T) {
 	if got.code != 1 || !strings.Contains(got.stderr, "job Slow was not run: a run of it was still going") {
 		t.Fatalf("run --wait Slow while it runs: %#v", got)
 	}
-	// A job made a moment ago runs once the agent has loaded it.
-	if _, err := cluster.ConnectAs(t, db, alice).Exec(ctx, "SELECT pgj_create_job('Fresh', 'hit()', 'Later', null)"); err != nil {
+	// A job made a moment ago runs once the agent has loaded it; its name, given as it is, is
+	// printed escaped.
+	if _, err := cluster.ConnectAs(t, db, alice).Exec(ctx, "SELECT pgj_create_job('Fresh\x1b[2J', 'hit()', 'Later', null)"); err != nil {
 		t.Fatal(err)
 	}
-	if got := env.on(t, "run", db, "-u", alice, "--wait", "--timeout", "20s", "Fresh"); got.code != 0 {
-		t.Fatalf("run --wait Fresh just made: %#v", got)
+	got = env.on(t, "run", db, "-u", alice, "--wait", "--timeout", "20s", "Fresh\x1b[2J")
+	if got.code != 0 || !strings.Contains(got.stdout, `job Fresh\x1b[2J asked to run now`) || !strings.Contains(got.stdout, `job Fresh\x1b[2J ended ok`) || strings.Contains(got.stdout, "\x1b") {
+		t.Fatalf("run --wait of Fresh with an escape, just made: %#v", got)
 	}
 	// A superuser may run anyone's job.
 	if got := env.on(t, "run", db, "-u", cluster.User(), "--wait", "Good"); got.code != 0 {

@@ -18,8 +18,8 @@ func runsCommand() *cli.Command {
 		Name:      "runs",
 		Usage:     "list a database's last runs with their status, duration and message",
 		UsageText: "pgjobs runs [-h HOST] [-p PORT] -d DATABASE [-u USER] [--job NAME] [--failed] [--since INTERVAL] [--limit N] [--json]",
-		Description: `Connects as pgjobs jobs does and lists the runs that role may see, latest first: when each was
-scheduled and started, how long it took, how it ended and why. --failed keeps the runs that failed,
+		Description: `Connects as pgjobs jobs does and lists the runs that role may see, latest first: whose job each
+was, when it was scheduled and started, how long it took, how it ended and why. --failed keeps the runs that failed,
 were cancelled or abandoned, and the fires that were missed. --json prints every column of
 pgj_runs (DETAIL, HINT, CONTEXT too), for scripts.
 
@@ -69,7 +69,7 @@ func listRuns(c *cli.Context) error {
 		return printJSON(c.App.Writer, runs)
 	}
 	w := tabwriter.NewWriter(c.App.Writer, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(w, "JOB\tSCHEDULED\tSTARTED\tDURATION\tSTATUS\tMESSAGE")
+	fmt.Fprintln(w, "JOB\tOWNER\tSCHEDULED\tSTARTED\tDURATION\tSTATUS\tMESSAGE")
 	for _, r := range runs {
 		scheduled := timeOrDash(r.Scheduled)
 		if r.Scheduled == nil && r.Request != nil {
@@ -85,7 +85,7 @@ func listRuns(c *cli.Context) error {
 		if r.SQLState != nil {
 			message = *r.SQLState + ": " + message
 		}
-		fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%s\t%s\n", printable.String(r.Job), scheduled, timeOrDash(r.Started), duration, r.Status,
+		fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%s\t%s\t%s\n", printable.String(r.Job), printable.String(r.Owner), scheduled, timeOrDash(r.Started), duration, r.Status,
 			printable.String(strings.Join(strings.Fields(message), " ")))
 	}
 	return w.Flush()

@@ -60,7 +60,7 @@ declined', 'retry'),
 	for _, tt := range []struct {
 		name  string
 		args  []string
-		lines []string // the first column and the status of each row, in order
+		lines []string // the first column and the status of each row, in order (the second is the owner)
 	}{
 		{"all", nil, []string{"Report missed", "Billing error", "Billing ok"}},
 		{"failed", []string{"--failed"}, []string{"Report missed", "Billing error"}},
@@ -74,7 +74,7 @@ declined', 'retry'),
 			continue
 		}
 		for i, want := range tt.lines {
-			if !strings.HasPrefix(rows[i+1], strings.Fields(want)[0]) || !strings.Contains(rows[i+1], " "+strings.Fields(want)[1]+" ") {
+			if fields := strings.Fields(rows[i+1]); fields[0] != strings.Fields(want)[0] || fields[1] != alice || !strings.Contains(rows[i+1], " "+strings.Fields(want)[1]+" ") {
 				t.Errorf("runs %s: row %d = %q, want %s", tt.name, i+1, rows[i+1], want)
 			}
 		}

@@ -13,7 +13,7 @@ import (
 // logFiles are the log handlers of the master and the database agents, one per agent.
 type logFiles struct {
 	dir    string
-	also   io.Writer
+	also   io.Writer // the terminal of --foreground, or nil: each line there after its agent's name and a |
 	errors io.Writer // where the handlers report the failures of their files
 
 	mu       sync.Mutex
@@ -34,7 +34,11 @@ func (l *logFiles) logger(name string, level int) (*slog.Logger, error) {
 	}
 	lv := &slog.LevelVar{}
 	lv.Set(agentlog.MinLevel(level))
-	h, err := agentlog.New(agentlog.Options{Dir: l.dir, Agent: name, Level: lv, Also: l.also, MaxAge: 30, Errors: l.errors})
+	var also io.Writer
+	if l.also != nil { // the terminal's copy names the agent: the databases' lines interleave there
+		also = prefixWriter{l.also, name + "|"}
+	}
+	h, err := agentlog.New(agentlog.Options{Dir: l.dir, Agent: name, Level: lv, Also: also, MaxAge: 30, Errors: l.errors})
 	if err != nil {
 		return nil, fmt.Errorf("log files of agent %s in %s: %w", name, filepath.Clean(l.dir), err)
 	}

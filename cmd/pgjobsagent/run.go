@@ -69,7 +69,7 @@ Example:
 		Flags: append([]cli.Flag{
 			&cli.StringFlag{Name: "config", Usage: "configuration `FILE` (default: $" + config.PathVariable + ", else " + config.DefaultPath + ")"},
 			&cli.StringFlag{Name: "log-dir", Value: DefaultLogDir, Usage: "log root `DIR`: DIR/master/YYYY.MM.DD.log and DIR/ID/YYYY.MM.DD.log; a log that cannot be written is reported on standard error at once, then at most once a minute, and the agent keeps running"},
-			&cli.BoolFlag{Name: "foreground", Usage: "also write the log lines to standard error"},
+			&cli.BoolFlag{Name: "foreground", Usage: "also write the log lines to standard error, each after its agent's name and a | (master|, 1|)"},
 			&cli.StringFlag{Name: "pidfile", Usage: "write the process id to `FILE` while running and hold a lock (flock) on it: a second agent with the same FILE refuses to start, a stale FILE is taken over; FILE must be a regular file, not a symbolic link"},
 			&cli.BoolFlag{Name: "check-config", Usage: "check the configuration file and every database it names, print the problems and exit"},
 			&cli.DurationFlag{Name: "grace", Value: 30 * time.Second, Usage: "how long a soft stop waits for runs in flight, a `DURATION` such as 30s or 2m"},
