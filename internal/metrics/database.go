@@ -1,10 +1,11 @@
 package metrics
 
 import (
-	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/pgjobs/pgjobs/internal/printable"
 )
 
 // Database is the metrics of one database agent. Its methods do nothing on a nil *Database (an
@@ -135,5 +136,7 @@ func (d *Database) TasksReset(n int) {
 }
 
 // labelValue returns s as a label value: valid UTF-8, as Prometheus requires (a role may name a job
-// or a task group with any bytes in a SQL_ASCII database), invalid bytes replaced by U+FFFD.
-func labelValue(s string) string { return strings.ToValidUTF8(s, "\uFFFD") }
+// or a task group with any bytes in a SQL_ASCII database), with no control or format character
+// (a scrape read with curl is shown on a terminal), and never the label of another name: invalid
+// bytes, control and format characters escaped (\xff, \x1b, \u202e), backslashes doubled.
+func labelValue(s string) string { return printable.Exact(s) }

@@ -9,6 +9,7 @@ import (
 	"strings"
 	"testing"
 	"time"
+	"unicode/utf8"
 
 	"github.com/pgjobs/pgjobs/internal/metrics"
 )
@@ -194,27 +195,41 @@ func TestNilDoesNothing(t *testing.T) {
 }
 
 // TestLabelsFromAnyBytes: a job or task group named with bytes that are not UTF-8 (a SQL_ASCII
-// database lets a role do that) reads with U+FFFD instead of panicking; a group a role named
-// "(other)" counts with the groups past the bound, never beside them.
+// database lets a role do that), or with control or format characters, reads escaped instead of
+// panicking or reaching the terminal of whoever reads the scrape; names that differ only there, or
+// that spell such an escape out, keep labels of their own; a group a role named "(other)" counts
+// with the groups past the bound, never beside them.
 func TestLabelsFromAnyBytes(t *testing.T) {
-	a := metrics.New(metrics.Options{MaxJobs: 1, TaskReadEvery: -1})
-	d := a.Database(1, "ascii\xff")
-	d.Fires("J\xff", "skipped", 1)
+	jobs := metrics.New(metrics.Options{MaxJobs: 5, TaskReadEvery: -1})
+	d := jobs.Database(1, "ascii\xff")
+	for _, job := range []string{"J\xff", "J\xfe", `J\xff`, "K\x1b[2J\u202e", `K\x1b[2J\u202e`} {
+		d.Fires(job, "skipped", 1)
+	}
 	at := time.Now()
 	d.RunEnded("J\xff", "ok", &at, at, at)
-	a.SetSource(source{tasks: []metrics.Tasks{{ID: 1, Database: "ascii\xff", Groups: []metrics.TaskGroup{
-		{Group: "g\xff", State: "PLAN", Count: 3}, {Group: "(other)", State: "PLAN", Count: 5}, {Group: "h", State: "PLAN", Count: 2},
+	groups := metrics.New(metrics.Options{MaxJobs: 2, TaskReadEvery: -1}) // two groups keep labels of their own
+	groups.Database(1, "ascii\xff")
+	groups.SetSource(source{tasks: []metrics.Tasks{{ID: 1, Database: "ascii\xff", Groups: []metrics.TaskGroup{
+		{Group: "g\xff", State: "PLAN", Count: 3}, {Group: "g\x1b]0;T\a", State: "PLAN", Count: 4}, {Group: "(other)", State: "PLAN", Count: 5}, {Group: "h", State: "PLAN", Count: 2},
 	}}}})
-	out := scrape(t, a)
+	out := scrape(t, jobs) + scrape(t, groups)
 	for _, want := range []string{
-		`pgjobs_job_runs_total{database="ascii\uFFFD",id="1",job_name="J\uFFFD",status="skipped"} 1`,
-		`pgjobs_job_runs_total{database="ascii\uFFFD",id="1",job_name="J\uFFFD",status="ok"} 1`,
-		`pgjobs_tasks{database="ascii\uFFFD",group="g\uFFFD",id="1",state="PLAN"} 3`,
-		`pgjobs_tasks{database="ascii\uFFFD",group="(other)",id="1",state="PLAN"} 7`,
+		`pgjobs_job_runs_total{database="ascii\\xff",id="1",job_name="J\\xff",status="skipped"} 1`,
+		`pgjobs_job_runs_total{database="ascii\\xff",id="1",job_name="J\\xff",status="ok"} 1`,
+		`pgjobs_job_runs_total{database="ascii\\xff",id="1",job_name="J\\xfe",status="skipped"} 1`,
+		`pgjobs_job_runs_total{database="ascii\\xff",id="1",job_name="J\\\\xff",status="skipped"} 1`,
+		`pgjobs_job_runs_total{database="ascii\\xff",id="1",job_name="K\\x1b[2J\\u202e",status="skipped"} 1`,
+		`pgjobs_job_runs_total{database="ascii\\xff",id="1",job_name="K\\\\x1b[2J\\\\u202e",status="skipped"} 1`,
+		`pgjobs_tasks{database="ascii\\xff",group="g\\x1b]0;T\\a",id="1",state="PLAN"} 4`,
+		`pgjobs_tasks{database="ascii\\xff",group="g\\xff",id="1",state="PLAN"} 3`,
+		`pgjobs_tasks{database="ascii\\xff",group="(other)",id="1",state="PLAN"} 7`,
 	} {
-		if want = strings.ReplaceAll(want, `\uFFFD`, "\uFFFD"); !has(out, want) {
+		if !has(out, want) {
 			t.Errorf("missing %s", want)
 		}
+	}
+	if strings.ContainsFunc(out, func(r rune) bool { return r == 0x1b || r == 0x202e || r == utf8.RuneError }) {
+		t.Errorf("the exposition has an ESC, a bidi override or U+FFFD")
 	}
 	if t.Failed() {
 		t.Logf("exposition:\n%s", out)

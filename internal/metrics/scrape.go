@@ -139,7 +139,7 @@ func (s *scraped) readTasks(src Source) []Tasks {
 	s.tasks, s.readAt = src.Tasks(ctx), time.Now()
 	for _, t := range s.tasks {
 		if t.Err != nil && s.known(t.ID) {
-			s.errors.WithLabelValues(strconv.Itoa(t.ID), t.Database).Inc()
+			s.errors.WithLabelValues(strconv.Itoa(t.ID), labelValue(t.Database)).Inc()
 		}
 	}
 	return s.tasks
@@ -149,9 +149,8 @@ func (s *scraped) readTasks(src Source) []Tasks {
 // by state under OtherGroups.
 func boundGroups(groups []TaskGroup, n int) []TaskGroup {
 	total := map[string]int64{}
-	merged := map[[2]string]int64{} // by valid label and state: groups whose names differ only in invalid bytes are one
+	merged := map[[2]string]int64{} // by name and state, apart from groups: the next scrape reads them again
 	for _, g := range groups {
-		g.Group = labelValue(g.Group)
 		total[g.Group] += g.Count
 		merged[[2]string{g.Group, g.State}] += g.Count
 	}

@@ -23,3 +23,28 @@ func TestPrintable(t *testing.T) {
 		}
 	}
 }
+
+func TestExact(t *testing.T) {
+	t.Parallel()
+	for _, tt := range []struct{ name, in, want string }{
+		{"plain", "OffLine", "OffLine"},
+		{"multibyte", "tâche", "tâche"},
+		{"terminal escape", "x\x1b[2J", `x\x1b[2J`},
+		{"a backslash spelling out an escape", `x\x1b[2J`, `x\\x1b[2J`},
+		{"invalid UTF-8", "a\xffb", `a\xffb`},
+		{"invalid UTF-8 spelled out", `a\xffb`, `a\\xffb`},
+		{"bidi override", "Bill\u202eevil", `Bill\u202eevil`},
+	} {
+		if got := Exact(tt.in); got != tt.want {
+			t.Errorf("%s: printable.Exact(%q) = %q, want %q", tt.name, tt.in, got, tt.want)
+		}
+	}
+	// no two of these read alike, though String reads the pairs alike
+	seen := map[string]string{}
+	for _, in := range []string{"W\x1b", `W\x1b`, "a\xff", `a\xff`, "a\xfe", "b\u202e", `b\u202e`, `c\`, `c\\`} {
+		if other, ok := seen[Exact(in)]; ok {
+			t.Errorf("Exact(%q) = Exact(%q) = %q", in, other, Exact(in))
+		}
+		seen[Exact(in)] = in
+	}
+}
