@@ -43,7 +43,8 @@ func updateSystem(c *cli.Context) error {
 		fmt.Fprintf(c.App.Writer, "%s: schema version %d -> %d\n", d.Target(), from, to)
 	}
 	if failed > 0 {
-		return fmt.Errorf("updatesystem: system version not changed: the upgrade of %d of %d databases failed (above)", failed, len(f.Databases()))
+		n := len(f.Databases())
+		return fmt.Errorf("updatesystem: system version not changed: the upgrade of %d of %d %s failed (above)", failed, n, plural(n, "database", "databases"))
 	}
 	if _, err := updateConfig(c, func(f *config.File) error { return f.SetSystem(version) }); err != nil {
 		return fmt.Errorf("updatesystem: %w", err)
