@@ -38,6 +38,7 @@ type Status struct {
 	Jobs       int        // the jobs Role may see
 	PausedJobs int        // of them, the paused ones (always 0 before schema version 3)
 	NextJob    *string    // the job that fires next; nil when none is planned
+	NextOwner  *string    // its owner
 	NextFire   *time.Time // and when
 
 	Runs        RunCounts
@@ -81,6 +82,7 @@ func (r RunCounts) Failures() int { return r.Error + r.Cancelled + r.Abandoned }
 // RunFailure is a failed, cancelled or abandoned run.
 type RunFailure struct {
 	Job      string
+	Owner    string // the job's owner
 	Status   string
 	Finished *time.Time
 	SQLState *string
@@ -122,7 +124,7 @@ func StatusRead(ctx context.Context, q DB) (Status, error) {
 		if err := statusLeader(ctx, tx, &s); err != nil {
 			return err
 		}
-		if err := tx.QueryRow(ctx, query("status_jobs")).Scan(&s.Jobs, &s.PausedJobs, &s.NextJob, &s.NextFire); err != nil {
+		if err := tx.QueryRow(ctx, query("status_jobs")).Scan(&s.Jobs, &s.PausedJobs, &s.NextJob, &s.NextOwner, &s.NextFire); err != nil {
 			return fmt.Errorf("read the jobs: %w", err)
 		}
 		r := &s.Runs
@@ -130,7 +132,7 @@ func StatusRead(ctx context.Context, q DB) (Status, error) {
 			return fmt.Errorf("count the runs: %w", err)
 		}
 		var f RunFailure
-		switch err := tx.QueryRow(ctx, query("status_last_failure")).Scan(&f.Job, &f.Status, &f.Finished, &f.SQLState, &f.Message); {
+		switch err := tx.QueryRow(ctx, query("status_last_failure")).Scan(&f.Job, &f.Owner, &f.Status, &f.Finished, &f.SQLState, &f.Message); {
 		case errors.Is(err, pgx.ErrNoRows):
 		case err != nil:
 			return fmt.Errorf("read the last failure: %w", err)

@@ -96,8 +96,8 @@ func TestStatusReadLeaderAndStandbys(t *testing.T) {
 	if err := super.QueryRow(ctx, "SELECT min(next_run) FROM pgjobs.pgj_jobs").Scan(&next); err != nil {
 		t.Fatal(err)
 	}
-	if before.Leader.Active || before.Leader.Agent != nil || before.Jobs != 2 || before.NextJob == nil || *before.NextJob != "Hers" || before.NextFire == nil || !before.NextFire.Equal(next) {
-		t.Fatalf("before any agent: %+v; want no agent, 2 jobs, Hers next at %s", before, next)
+	if before.Leader.Active || before.Leader.Agent != nil || before.Jobs != 2 || before.NextJob == nil || *before.NextJob != "Hers" || before.NextOwner == nil || *before.NextOwner != alice || before.NextFire == nil || !before.NextFire.Equal(next) {
+		t.Fatalf("before any agent: %+v; want no agent, 2 jobs, Hers of %s next at %s", before, alice, next)
 	}
 
 	leader, standby := agentSession(), agentSession()

@@ -34,7 +34,8 @@ func statusCommand() *cli.Command {
 as its row's user (the agent's role), and prints one block per database: whether pgjobs is enabled
 and its schema version, the active agent (the holder of the leader lease) and since when it leads,
 the standby agents, the jobs and the next fire, the runs that ended in the last 24 hours by status,
-the failures (error, cancelled, abandoned) of the last hour, the last failure with its message,
+the failures (error, cancelled, abandoned) of the last hour, the last failure with its message (the
+next fire's and the last failure's jobs with their owners),
 the tasks by state and how long the oldest waiting task has waited. Times are RFC 3339 with the
 age in brackets. A role that is no superuser sees its own jobs, runs and tasks only; a role that
 may not read the lease (superusers and the agents' roles may) or other roles' sessions (without
@@ -197,7 +198,7 @@ func printStatus(w io.Writer, d dbStatus) {
 	}
 	line("jobs", "%s", jobs)
 	if s.NextFire != nil && s.NextJob != nil {
-		line("next fire", "%s at %s", printable.String(*s.NextJob), timeAge(*s.NextFire, s.Now))
+		line("next fire", "%s at %s", jobOf(*s.NextJob, s.NextOwner), timeAge(*s.NextFire, s.Now))
 	} else {
 		line("next fire", "none planned")
 	}
@@ -257,13 +258,21 @@ func standbysText(s sqlschema.Status) string {
 	return fmt.Sprint(s.Standbys.Count)
 }
 
+// jobOf names a job and, when known, its owner: a superuser's status tells every role's jobs.
+func jobOf(job string, owner *string) string {
+	if owner == nil {
+		return printable.String(job)
+	}
+	return printable.String(job) + " (owner " + printable.String(*owner) + ")"
+}
+
 // failureText tells the last failure: job, status, when, SQLSTATE and message on one line.
 func failureText(s sqlschema.Status) string {
 	f := s.LastFailure
 	if f == nil {
 		return "none"
 	}
-	text := printable.String(f.Job) + " " + f.Status
+	text := jobOf(f.Job, &f.Owner) + " " + f.Status
 	if f.Finished != nil {
 		text += " at " + timeAge(*f.Finished, s.Now)
 	}

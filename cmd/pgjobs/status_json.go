@@ -47,12 +47,14 @@ type agentJSON struct {
 
 type eventJSON struct {
 	Job    *string   `json:"job,omitempty"`
+	Owner  *string   `json:"owner,omitempty"` // the job's
 	At     time.Time `json:"at"`
 	AgeSec float64   `json:"age_seconds"` // negative when At lies ahead
 }
 
 type failureJSON struct {
 	Job      string     `json:"job"`
+	Owner    string     `json:"owner"`
 	Status   string     `json:"status"`
 	Finished *time.Time `json:"finished"`
 	AgeSec   *float64   `json:"age_seconds"`
@@ -100,14 +102,14 @@ func statusDocument(statuses []dbStatus) []statusJSON {
 		}
 		j.Jobs, j.PausedJobs = &s.Jobs, &s.PausedJobs
 		if s.NextFire != nil {
-			j.NextFire = &eventJSON{Job: s.NextJob, At: *s.NextFire, AgeSec: age(*s.NextFire)}
+			j.NextFire = &eventJSON{Job: s.NextJob, Owner: s.NextOwner, At: *s.NextFire, AgeSec: age(*s.NextFire)}
 		}
 		r := s.Runs
 		j.Runs24h = map[string]int{"ok": r.OK, "error": r.Error, "cancelled": r.Cancelled, "abandoned": r.Abandoned, "skipped": r.Skipped, "missed": r.Missed}
 		failures := r.Failures()
 		j.Running, j.Failures24h, j.Failures1h = &r.Running, &failures, &r.FailuresLastHour
 		if f := s.LastFailure; f != nil {
-			j.LastFailure = &failureJSON{Job: f.Job, Status: f.Status, Finished: f.Finished, SQLState: f.SQLState, Message: f.Message}
+			j.LastFailure = &failureJSON{Job: f.Job, Owner: f.Owner, Status: f.Status, Finished: f.Finished, SQLState: f.SQLState, Message: f.Message}
 			if f.Finished != nil {
 				a := age(*f.Finished)
 				j.LastFailure.AgeSec = &a
