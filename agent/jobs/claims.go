@@ -91,13 +91,13 @@ func (s *Service) fireClaimed(ctx context.Context, records *pgxpool.Pool, t Term
 		owner, mine := ok[f.job.id]
 		if !mine {
 			delete(claimed, f.job.id)
-			s.logf(agentlog.LevelInfo, agentlog.StatusFiring, "job %s: the fire of %s was claimed by another agent", f.job.name, f.at.Format(time.RFC3339))
+			s.logf(agentlog.LevelInfo, agentlog.StatusFiring, "job %s: the fire of %s was claimed by another agent", f.job.ref(), f.at.Format(time.RFC3339))
 			continue
 		}
 		if late := now.Sub(f.at); late > t.LateLimit {
 			// This agent was stopped or hung past the fire: it does not run it that late.
 			msg := fmt.Sprintf("the fire of %s was missed: the agent could run it only %s late, past the late_limit setting (%s)", f.at.Format(time.RFC3339), late.Round(time.Second), t.LateLimit)
-			s.logf(agentlog.LevelEssential, agentlog.StatusFiring, "job %s: %s", f.job.name, msg)
+			s.logf(agentlog.LevelEssential, agentlog.StatusFiring, "job %s: %s", f.job.ref(), msg)
 			if err := sqlschema.RunRecord(ctx, records, s.unrun(f.job, f.at, sqlschema.RunMissed, msg)); err != nil {
 				return err
 			}
@@ -105,7 +105,7 @@ func (s *Service) fireClaimed(ctx context.Context, records *pgxpool.Pool, t Term
 			s.cfg.Metrics.Fires(f.job.name, string(sqlschema.RunMissed), 1)
 			continue
 		} else if late > lateTolerance {
-			s.logf(agentlog.LevelEssential, agentlog.StatusFiring, "job %s: the fire of %s runs %s late: no agent could run it in time (late_limit %s)", f.job.name, f.at.Format(time.RFC3339), late.Round(time.Millisecond), t.LateLimit)
+			s.logf(agentlog.LevelEssential, agentlog.StatusFiring, "job %s: the fire of %s runs %s late: no agent could run it in time (late_limit %s)", f.job.ref(), f.at.Format(time.RFC3339), late.Round(time.Millisecond), t.LateLimit)
 		}
 		delete(claimed, f.job.id) // handed to its run, or recorded as skipped
 		if s.foreignBusy[f.job.id] {
@@ -135,7 +135,7 @@ func (s *Service) recordMissed(ctx context.Context, records *pgxpool.Pool, epoch
 		if m.count == 1 {
 			msg = fmt.Sprintf("the fire of %s was missed: no agent was active on the database", m.first.Format(time.RFC3339))
 		}
-		s.logf(agentlog.LevelEssential, agentlog.StatusStarting, "job %s: %s", m.job.name, msg)
+		s.logf(agentlog.LevelEssential, agentlog.StatusStarting, "job %s: %s", m.job.ref(), msg)
 		if err := sqlschema.RunRecord(ctx, records, s.unrun(m.job, m.last, sqlschema.RunMissed, msg)); err != nil {
 			return err
 		}

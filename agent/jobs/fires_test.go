@@ -93,8 +93,8 @@ func TestNextFires(t *testing.T) {
 
 func TestNextFiresStoredScheduleInvalid(t *testing.T) {
 	t.Parallel()
-	_, err := jobs.NextFires(sqlschema.StoredJob{Name: "J", Schedules: []string{"D 25:00"}}, time.UTC, time.Time{}, time.Now(), 1)
-	if want := `job J: stored schedule "D 25:00": 1:3: hour 25 is out of range 0..23`; err == nil || err.Error() != want {
+	_, err := jobs.NextFires(sqlschema.StoredJob{Name: "J", OwnerWas: "alice", Schedules: []string{"D 25:00"}}, time.UTC, time.Time{}, time.Now(), 1)
+	if want := `job "J" of "alice": stored schedule "D 25:00": 1:3: hour 25 is out of range 0..23`; err == nil || err.Error() != want {
 		t.Fatalf("got %v, want %s", err, want)
 	}
 }

@@ -2,8 +2,10 @@ package jobs
 
 import (
 	"context"
+	"strings"
 	"time"
 
+	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/pgjobs/pgjobs/agent/agentlog"
 	"github.com/pgjobs/pgjobs/sqlschema"
@@ -25,7 +27,11 @@ func (s *Service) Abandon(ctx context.Context, records *pgxpool.Pool) error {
 		s.cfg.Metrics.Fires(name, string(sqlschema.RunAbandoned), 1)
 	}
 	if len(names) > 0 {
-		s.logf(agentlog.LevelEssential, agentlog.StatusStarting, "marked %d runs abandoned (their session ended): %v", len(names), names)
+		quoted := make([]string, len(names))
+		for i, name := range names {
+			quoted[i] = pgx.Identifier{name}.Sanitize()
+		}
+		s.logf(agentlog.LevelEssential, agentlog.StatusStarting, "marked %d runs abandoned (their session ended): jobs %s", len(names), strings.Join(quoted, ", "))
 	}
 	foreign, err := sqlschema.RunForeignRunning(ctx, records, s.cfg.Name)
 	if err != nil {

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/jackc/pgx/v5"
 	"github.com/pgjobs/pgjobs/schedule"
 	"github.com/pgjobs/pgjobs/sqlschema"
 )
@@ -110,7 +111,7 @@ func (j *job) parseJobSchedules(start *string, every []string, loc *time.Locatio
 	parse := func(text string) (schedule.Schedule, error) {
 		s, err := schedule.Parse(text)
 		if err != nil {
-			return s, fmt.Errorf("job %s: stored schedule %q: %w", j.name, text, err)
+			return s, fmt.Errorf("job %s: stored schedule %q: %w", j.ref(), text, err)
 		}
 		return s.In(loc).AnchoredAt(anchor), nil
 	}
@@ -130,4 +131,14 @@ func (j *job) parseJobSchedules(start *string, every []string, loc *time.Locatio
 		j.every = append(j.every, s)
 	}
 	return nil
+}
+
+// ref names the job in the agent's log lines: its name and its owner's, each quoted as a
+// PostgreSQL identifier ("Backup" of "alice"), so that a role's name holding spaces, "done" or
+// "failed:", or a blank that prints as nothing, cannot pass for another role's job there.
+func (j *job) ref() string { return jobRef(j.name, j.owner) }
+
+// jobRef is job.ref for a job known by its name and owner.
+func jobRef(name, owner string) string {
+	return pgx.Identifier{name}.Sanitize() + " of " + pgx.Identifier{owner}.Sanitize()
 }

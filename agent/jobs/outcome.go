@@ -23,13 +23,13 @@ import (
 func (s *Service) logResult(j *job, result sqlschema.RunResult) {
 	switch result.Status {
 	case sqlschema.RunOK:
-		s.logf(agentlog.LevelInfo, agentlog.StatusFiring, "job %s done", j.name)
+		s.logf(agentlog.LevelInfo, agentlog.StatusFiring, "job %s done", j.ref())
 	default:
 		msg := result.Message
 		if result.Hint != "" {
 			msg += " (hint: " + result.Hint + ")"
 		}
-		s.logf(agentlog.LevelEssential, agentlog.StatusFiring, "job %s %s: %s", j.name, map[sqlschema.RunStatus]string{sqlschema.RunError: "failed", sqlschema.RunCancelled: "cancelled"}[result.Status], msg)
+		s.logf(agentlog.LevelEssential, agentlog.StatusFiring, "job %s %s: %s", j.ref(), map[sqlschema.RunStatus]string{sqlschema.RunError: "failed", sqlschema.RunCancelled: "cancelled"}[result.Status], msg)
 	}
 }
 

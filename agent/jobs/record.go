@@ -47,7 +47,7 @@ func (s *Service) finish(records *pgxpool.Pool, run sqlschema.Run, runID int64, 
 	}
 	r.mu.Unlock()
 	if err := <-req.done; err != nil {
-		s.logf(agentlog.LevelError, agentlog.StatusFiring, "job %s: %v; recording it when the database is back", run.JobName, err)
+		s.logf(agentlog.LevelError, agentlog.StatusFiring, "job %s: %v; recording it when the database is back", jobRef(run.JobName, run.Owner), err)
 		s.pendingMu.Lock()
 		s.pending = append(s.pending, req.end)
 		s.pendingMu.Unlock()
@@ -73,7 +73,7 @@ func (s *Service) writeEnds(records *pgxpool.Pool, batch []recordRequest) {
 	}
 	for i, req := range batch {
 		if err == nil && !recorded[i] {
-			s.logf(agentlog.LevelError, agentlog.StatusFiring, "job %s ended %s, but its run had been marked abandoned meanwhile", req.end.Run.JobName, req.end.Result.Status)
+			s.logf(agentlog.LevelError, agentlog.StatusFiring, "job %s ended %s, but its run had been marked abandoned meanwhile", jobRef(req.end.Run.JobName, req.end.Run.Owner), req.end.Result.Status)
 		}
 		req.done <- err
 	}

@@ -50,7 +50,7 @@ func (s *Service) takeRequests(ctx context.Context, records *pgxpool.Pool, t Ter
 			continue
 		}
 		run := *pj.job // a copy: a reload changes the planner's job while the run goes on
-		s.logf(agentlog.LevelInfo, agentlog.StatusFiring, "job %s asked to run now (request %d)", run.name, r.ID)
+		s.logf(agentlog.LevelInfo, agentlog.StatusFiring, "job %s asked to run now (request %d)", run.ref(), r.ID)
 		if reason := s.fireRequested(t.Stop, &run, r.ID); reason != "" {
 			refused, why = append(refused, r.ID), append(why, reason)
 		}

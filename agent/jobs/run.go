@@ -190,7 +190,7 @@ func (s *Service) InFlight() int {
 func (s *Service) execute(j *job, scheduled *time.Time, request int64, wait context.Context, f *inFlight) {
 	records, err := s.cfg.Records()
 	if err != nil {
-		s.logf(agentlog.LevelError, agentlog.StatusFiring, "job %s not run: %v", j.name, err)
+		s.logf(agentlog.LevelError, agentlog.StatusFiring, "job %s not run: %v", j.ref(), err)
 		return
 	}
 	run := sqlschema.Run{JobID: j.id, JobName: j.name, Owner: j.owner, OwnerID: j.ownerID, Scheduled: scheduled, Agent: s.cfg.Name, Request: request}
@@ -200,7 +200,7 @@ func (s *Service) execute(j *job, scheduled *time.Time, request int64, wait cont
 		result = sqlschema.RunResult{Status: sqlschema.RunError, SQLState: "42501", Message: why, Hint: hint}
 	} else if session, err = s.cfg.Owners.Acquire(wait, j.owner, sessions.Hooks{
 		Waiting: func(ahead int) {
-			s.logf(agentlog.LevelInfo, agentlog.StatusFiring, "job %s waiting for a session of %s: %d runs of that role ahead", j.name, j.owner, ahead)
+			s.logf(agentlog.LevelInfo, agentlog.StatusFiring, "job %s waiting for a session of its owner: %d runs of that role ahead", j.ref(), ahead)
 		},
 		Granted: func() {
 			s.runningMu.Lock()
@@ -272,7 +272,7 @@ func (s *Service) execute(j *job, scheduled *time.Time, request int64, wait cont
 	if request != 0 {
 		byHand = fmt.Sprintf(" (by hand: request %d)", request)
 	}
-	s.logf(agentlog.LevelInfo, agentlog.StatusFiring, "job %s started%s: SELECT %s as %s", j.name, byHand, j.call, j.owner)
+	s.logf(agentlog.LevelInfo, agentlog.StatusFiring, "job %s started%s: SELECT %s", j.ref(), byHand, j.call)
 	run.Session, run.SessionStart = int(session.PID), session.Start
 	// A run going on past runningRowAfter gets its "running" row then, written beside it; the call
 	// runs on this goroutine.
@@ -283,7 +283,7 @@ func (s *Service) execute(j *job, scheduled *time.Time, request int64, wait cont
 		defer close(rowWritten)
 		var err error
 		if runID, err = sqlschema.RunStart(s.runCtx, records, run); err != nil {
-			s.logf(agentlog.LevelError, agentlog.StatusFiring, "job %s: %v", j.name, err)
+			s.logf(agentlog.LevelError, agentlog.StatusFiring, "job %s: %v", j.ref(), err)
 		}
 	})
 	result = s.runOn(session, j)
@@ -353,7 +353,7 @@ func (s *Service) unrun(j *job, at time.Time, status sqlschema.RunStatus, why st
 
 // recordSkipped records a fire that did not run.
 func (s *Service) recordSkipped(j *job, at time.Time, why string) {
-	s.logf(agentlog.LevelInfo, agentlog.StatusFiring, "job %s: fire of %s skipped: %s", j.name, at.Format(time.RFC3339), why)
+	s.logf(agentlog.LevelInfo, agentlog.StatusFiring, "job %s: fire of %s skipped: %s", j.ref(), at.Format(time.RFC3339), why)
 	s.cfg.Metrics.Fires(j.name, string(sqlschema.RunSkipped), 1)
 	records, err := s.cfg.Records()
 	if err != nil {

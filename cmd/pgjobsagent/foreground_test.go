@@ -37,8 +37,8 @@ func TestForegroundNamesTheAgent(t *testing.T) {
 		}
 		byAgent[m[1]] = append(byAgent[m[1]], m[2])
 	}
-	if !containsLine(byAgent["7"], "|firing|job Hit done") || !containsLine(byAgent["master"], "|starting|pgjobsagent starting") ||
-		containsLine(byAgent["master"], "job Hit") {
+	if !containsLine(byAgent["7"], `|firing|job "Hit" of "`+cluster.User()+`" done`) || !containsLine(byAgent["master"], "|starting|pgjobsagent starting") ||
+		containsLine(byAgent["master"], `job "Hit"`) {
 		t.Errorf("standard error does not name each line's agent:\n%s", p.stderr)
 	}
 	for _, agent := range []string{"7", "master"} {

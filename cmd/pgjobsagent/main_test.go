@@ -190,11 +190,11 @@ func TestLogsAtEachLevel(t *testing.T) {
 				part  string
 				want  bool
 			}{
-				{dbLog, "|firing|job Boom failed: boom", tt.essential}, // "job failed" is essential (level 1)
+				{dbLog, `|firing|job "Boom" of "` + cluster.User() + `" failed: boom`, tt.essential}, // "job failed" is essential (level 1)
 				{dbLog, "|starting|active on ", tt.essential},
 				{master, "|starting|pgjobsagent starting", tt.essential},
 				{master, "|stopped|pgjobsagent stopped", tt.essential},
-				{dbLog, "|firing|job Hit done", tt.eachRun},
+				{dbLog, `|firing|job "Hit" of "` + cluster.User() + `" done`, tt.eachRun},
 				{dbLog, "|sleeping|", tt.debug},
 			}
 			for _, c := range checks {

@@ -53,7 +53,7 @@ func TestCtrlCStopsTheDemoCleanly(t *testing.T) {
 			mu.Lock()
 			out.WriteString(lines.Text() + "\n")
 			mu.Unlock()
-			if strings.Contains(lines.Text(), "job Hello done") {
+			if strings.Contains(lines.Text(), `job "Hello" of `) && strings.HasSuffix(lines.Text(), " done") {
 				helloDone = true
 			}
 			if strings.Contains(lines.Text(), "task 1 done") {
