@@ -3,6 +3,7 @@ package sqlschema_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"os/exec"
 	"strings"
 	"testing"
@@ -215,5 +216,47 @@ func TestUpgradeRefusedByDependents(t *testing.T) {
 	}
 	if v, err := sqlschema.Installed(ctx, conn); err != nil || v != 1 {
 		t.Fatalf("version after the refused upgrade = %d, %v; want 1", v, err)
+	}
+}
+
+// TestUninstallRefusedByOutsideDependents: objects a role made outside pgjobs that depend on the
+// pgjobs schema (a column of a pgjobs view's row type, a check calling a pgjobs function, a view
+// over pgj_jobs) make the uninstall fail, naming each and changing nothing, instead of going with
+// the schema's DROP ... CASCADE (the terminal-text attack of 2026-11-29: they went, silently);
+// with them gone, the uninstall goes through.
+func TestUninstallRefusedByOutsideDependents(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	db := enabledDatabase(t)
+	super := cluster.Connect(t, db)
+	alice := cluster.NewRole(t, "alice", db)
+	mustExec(t, super, fmt.Sprintf(`CREATE SCHEMA al AUTHORIZATION %[1]s;
+		CREATE FUNCTION al.f() RETURNS void LANGUAGE sql AS '';
+		ALTER FUNCTION al.f() OWNER TO %[1]s`, alice))
+	aliceConn := cluster.ConnectAs(t, db, alice)
+	mustExec(t, aliceConn, `SELECT pgjobs.pgj_create_job('A', 'al.f()', null, null);
+		CREATE TABLE al.hist (id int PRIMARY KEY, note text, snap pgjobs.pgj_jobs);
+		INSERT INTO al.hist VALUES (1, 'precious', null);
+		CREATE TABLE al.t2 (id int, sched text CHECK (sched IS NULL OR pgjobs.pgj_next_fire_(sched, now(), 'UTC', now()) IS NOT NULL));
+		CREATE VIEW al.myjobs AS SELECT name FROM pgjobs.pgj_jobs`)
+	before := schemaDump(t, db)
+	err := sqlschema.Uninstall(ctx, super)
+	var pgErr *pgconn.PgError
+	if !errors.As(err, &pgErr) || pgErr.Code != "2BP01" || !strings.Contains(pgErr.Message, "3 objects made outside pgjobs depend on it") {
+		t.Fatalf("Uninstall with dependents outside pgjobs: %v, want 2BP01 naming 3 objects", err)
+	}
+	want := "column snap of table al.hist depends on pgjobs\nconstraint t2_sched_check on table al.t2 depends on pgjobs\nview al.myjobs depends on pgjobs"
+	if pgErr.Detail != want || !strings.Contains(pgErr.Hint, "Nothing was changed") || strings.Contains(pgErr.Hint, "CASCADE") {
+		t.Fatalf("detail:\n%s\nwant:\n%s\nhint %q", pgErr.Detail, want, pgErr.Hint)
+	}
+	if after := schemaDump(t, db); after != before {
+		t.Fatal("a refused uninstall changed the database")
+	}
+	mustExec(t, aliceConn, "ALTER TABLE al.hist DROP COLUMN snap; DROP TABLE al.t2; DROP VIEW al.myjobs")
+	if err := sqlschema.Uninstall(ctx, super); err != nil {
+		t.Fatalf("Uninstall once the dependents are gone: %v", err)
+	}
+	if got := queryString(t, super, "SELECT note FROM al.hist"); got != "precious" {
+		t.Fatalf("alice's row: %q", got)
 	}
 }

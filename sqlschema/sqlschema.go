@@ -231,6 +231,9 @@ func Uninstall(ctx context.Context, db DB) error {
 		if err != nil {
 			return err
 		}
+		if err := noOutsideDependents(ctx, tx); err != nil {
+			return uninstallError("drop the pgjobs schema", err)
+		}
 		if _, err := tx.Exec(ctx, query("uninstall")); err != nil {
 			return uninstallError("drop the pgjobs schema", err)
 		}
@@ -260,6 +263,40 @@ func Uninstall(ctx context.Context, db DB) error {
 // nothing was changed.
 func uninstallError(what string, err error) error {
 	return fmt.Errorf("%s: %w", what, dependentsHinted(err, "disable the database again"))
+}
+
+// maxDependentsNamed bounds the objects a refused uninstall names, as PostgreSQL's DETAIL does.
+const maxDependentsNamed = 100
+
+// noOutsideDependents refuses the uninstall, as PostgreSQL refuses a DROP without CASCADE
+// (SQLSTATE 2BP01, its detail naming them), while objects made outside pgjobs depend on what it
+// drops with CASCADE (the pgjobs and pgjobs_agent schemas): a role's column of a pgjobs view's row
+// type, a check calling a pgjobs function, a view over pgjobs' views would go with them.
+func noOutsideDependents(ctx context.Context, tx pgx.Tx) error {
+	rows, err := tx.Query(ctx, query("uninstall_dependents"), maxDependentsNamed)
+	if err != nil {
+		return fmt.Errorf("look for objects depending on pgjobs: %w", err)
+	}
+	var named []string
+	total := 0
+	for rows.Next() {
+		var what string
+		if err := rows.Scan(&what, &total); err != nil {
+			return fmt.Errorf("look for objects depending on pgjobs: %w", err)
+		}
+		named = append(named, what+" depends on pgjobs")
+	}
+	if err := rows.Err(); err != nil {
+		return fmt.Errorf("look for objects depending on pgjobs: %w", err)
+	}
+	if total == 0 {
+		return nil
+	}
+	if total > len(named) {
+		named = append(named, fmt.Sprintf("and %d other objects", total-len(named)))
+	}
+	return &pgconn.PgError{Severity: "ERROR", Code: "2BP01", Detail: strings.Join(named, "\n"),
+		Message: fmt.Sprintf("cannot drop schema pgjobs because %d %s made outside pgjobs depend on it", total, map[bool]string{true: "object", false: "objects"}[total == 1])}
 }
 
 // dependentsHinted returns err with the hint of a refusal by dependents (2BP01) replaced by what

@@ -114,12 +114,36 @@ func printError(w io.Writer, err error) {
 		if field.text == "" {
 			continue
 		}
-		lines := strings.Split(strings.TrimRight(field.text, "\n"), "\n")
+		lines := detailLines(strings.TrimRight(field.text, "\n"))
 		fmt.Fprintf(w, "%s:  %s\n", field.label, printable.String(lines[0]))
 		for _, line := range lines[1:] { // aligned under the first
 			fmt.Fprintf(w, "%*s%s\n", len(field.label)+3, "", printable.String(line))
 		}
 	}
+}
+
+// detailLines splits PostgreSQL's DETAIL or HINT into its lines, but for a line break inside a
+// double-quoted identifier, which is a role's name, kept as \n: PostgreSQL puts one dependent on
+// each line of its DETAIL, and a role's name must not add a line that reads as another.
+func detailLines(text string) []string {
+	var lines []string
+	var line strings.Builder
+	quoted := false
+	for _, r := range text {
+		switch {
+		case r == '"':
+			quoted = !quoted // a doubled quote inside an identifier toggles twice
+		case r == '\n' && quoted:
+			line.WriteString(`\n`)
+			continue
+		case r == '\n':
+			lines = append(lines, line.String())
+			line.Reset()
+			continue
+		}
+		line.WriteRune(r)
+	}
+	return append(lines, line.String())
 }
 
 // oneLine folds an error onto one line.

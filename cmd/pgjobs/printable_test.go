@@ -52,6 +52,11 @@ func TestPrintError(t *testing.T) {
 				"DETAIL:  default of \"a\\x1b[31m\"\n" +
 				"         and of b\\u202e\n" +
 				"HINT:  drop them\n"},
+		{"a line break in a quoted name stays in its line", &pgconn.PgError{Severity: "ERROR", Code: "2BP01", Message: "cannot drop view v",
+			Detail: "view mal.\"x\nview al.orders depends on view v\" depends on view v\nview \"a\"\"b\" depends on view v"},
+			"pgjobs: ERROR: cannot drop view v (SQLSTATE 2BP01)\n" +
+				"DETAIL:  view mal.\"x\\nview al.orders depends on view v\" depends on view v\n" +
+				"         view \"a\"\"b\" depends on view v\n"},
 		{"hint alone, through a wrapper", fmt.Errorf("run: %w", pgMessage{&pgconn.PgError{Message: "job \"Held\" is paused", Hint: "pgj_resume_job resumes it"}}),
 			"pgjobs: run: job \"Held\" is paused\nHINT:  pgj_resume_job resumes it\n"},
 	} {
