@@ -5,9 +5,10 @@ import (
 	"fmt"
 	"log/slog"
 	"strconv"
-	"strings"
 	"unicode"
 	"unicode/utf8"
+
+	"github.com/pgjobs/pgjobs/internal/printable"
 )
 
 // dateTimeLayout is the date and time fields of a line: YYYY.MM.DD|HH:MM:SS.mmm.
@@ -88,7 +89,7 @@ func needsQuote(s string) bool {
 		if r == utf8.RuneError && size == 1 {
 			return true
 		}
-		if r == ' ' || r == '|' || r == '=' || r == '"' || !unicode.IsPrint(r) {
+		if r == ' ' || r == '|' || r == '=' || r == '"' || !unicode.IsPrint(r) || printable.Hidden(r) {
 			return true
 		}
 		i += size
@@ -96,16 +97,30 @@ func needsQuote(s string) bool {
 	return false
 }
 
-// appendQuoted appends s to buf, quoted with strconv.Quote and every '|' written as `\x7c` if needsQuote(s).
+// appendQuoted appends s to buf, quoted with strconv.Quote, every '|' written as `\x7c` and every
+// character that prints as nothing that Quote leaves (printable.Hidden: U+3164) escaped, if
+// needsQuote(s).
 func appendQuoted(buf []byte, s string) []byte {
 	if !needsQuote(s) {
 		return append(buf, s...)
 	}
-	return append(buf, strings.ReplaceAll(strconv.Quote(s), "|", `\x7c`)...)
+	for _, r := range strconv.Quote(s) {
+		switch {
+		case r == '|':
+			buf = append(buf, `\x7c`...)
+		case r > 0xffff && printable.Hidden(r):
+			buf = fmt.Appendf(buf, `\U%08x`, r)
+		case printable.Hidden(r):
+			buf = fmt.Appendf(buf, `\u%04x`, r)
+		default:
+			buf = utf8.AppendRune(buf, r)
+		}
+	}
+	return buf
 }
 
-// appendEscaped appends the message s to buf with '\', '|', control characters, format characters
-// (bidi overrides, zero-width spaces), line and paragraph separators and invalid UTF-8 escaped (see
+// appendEscaped appends the message s to buf with '\', '|', control characters, characters that
+// print as nothing (printable.Hidden: format characters, spaces but ' ', fillers) and invalid UTF-8 escaped (see
 // Handler), so that it stays on one line, holds no bare '|' and shows what it says.
 func appendEscaped(buf []byte, s string) []byte {
 	for i := 0; i < len(s); {
@@ -125,9 +140,9 @@ func appendEscaped(buf []byte, s string) []byte {
 			buf = fmt.Appendf(buf, `\x%02x`, s[i])
 		case r < utf8.RuneSelf && unicode.IsControl(r):
 			buf = fmt.Appendf(buf, `\x%02x`, r)
-		case r > 0xffff && unicode.Is(unicode.Cf, r):
+		case r > 0xffff && printable.Hidden(r):
 			buf = fmt.Appendf(buf, `\U%08x`, r)
-		case unicode.IsControl(r) || unicode.Is(unicode.Cf, r) || r == '\u2028' || r == '\u2029':
+		case unicode.IsControl(r) || printable.Hidden(r):
 			buf = fmt.Appendf(buf, `\u%04x`, r)
 		default:
 			buf = append(buf, s[i:i+size]...)

@@ -55,9 +55,11 @@ func TestMessageFormat(t *testing.T) {
 			args: []any{
 				"blank", "a b", "bar", "a|b", "eq", "a=b", "quote", `say "hi"`, "nl", "l1\nl2", "tab", "a\tb",
 				"empty", "", "nbsp", "a\u00a0b", "lsep", "a\u2028b", "bad", "a\xffb", "plain", `C:\dir`, "unicode", "grüße",
+				"filler", "a\u3164b", "braille", "a\u2800b", "tag", "a\U000e0041b",
 			},
 			want: head + `running|quoted blank="a b" bar="a\x7cb" eq="a=b" quote="say \"hi\"" nl="l1\nl2" tab="a\tb" ` +
-				`empty="" nbsp="a\u00a0b" lsep="a\u2028b" bad="a\xffb" plain=C:\dir unicode=grüße`,
+				`empty="" nbsp="a\u00a0b" lsep="a\u2028b" bad="a\xffb" plain=C:\dir unicode=grüße ` +
+				`filler="a\u3164b" braille="a\u2800b" tag="a\U000e0041b"`,
 		},
 		{
 			name: "quoted keys",
@@ -67,8 +69,8 @@ func TestMessageFormat(t *testing.T) {
 		},
 		{
 			name: "escaped message",
-			msg:  "a|b\nc\r\td\\e\x00f\x7fg\u0085h\u2028i\xffj\u202ek\u200bl\U000e0001m",
-			want: head + `running|a\|b\nc\r\td\\e\x00f\x7fg\u0085h\u2028i\xffj\u202ek\u200bl\U000e0001m`,
+			msg:  "a|b\nc\r\td\\e\x00f\x7fg\u0085h\u2028i\xffj\u202ek\u200bl\U000e0001m\u3164n\u00a0o\u2800p\ufe0fq",
+			want: head + `running|a\|b\nc\r\td\\e\x00f\x7fg\u0085h\u2028i\xffj\u202ek\u200bl\U000e0001m\u3164n\u00a0o\u2800p\ufe0fq`,
 		},
 		{
 			name: "status with a bar and a newline",

@@ -105,9 +105,10 @@ func connectTarget(c *cli.Context) (*pgx.Conn, config.Database, error) {
 	return conn, t, nil
 }
 
-// printJSON prints v as indented JSON, with every control and format character of its strings
-// escaped (\u0085, \u202e): encoding/json leaves C1 controls and bidi overrides raw, and a
-// role's text must not act on the terminal of whoever reads the output.
+// printJSON prints v as indented JSON, with every control character and every character that
+// prints as nothing (printable.Hidden) of its strings escaped (\u0085, \u202e, \u3164):
+// encoding/json leaves C1 controls and bidi overrides raw, and a role's text must not act on the
+// terminal of whoever reads the output.
 func printJSON(w io.Writer, v any) error {
 	var buf bytes.Buffer
 	enc := json.NewEncoder(&buf)
@@ -117,7 +118,7 @@ func printJSON(w io.Writer, v any) error {
 	}
 	var out strings.Builder
 	for _, r := range buf.String() { // outside strings, JSON has only ASCII punctuation and blanks
-		if r >= 0x7f && (unicode.IsControl(r) || unicode.Is(unicode.Cf, r)) {
+		if r >= 0x7f && (unicode.IsControl(r) || printable.Hidden(r)) {
 			if hi, lo := utf16.EncodeRune(r); hi != unicode.ReplacementChar {
 				fmt.Fprintf(&out, "\\u%04x\\u%04x", hi, lo) // past U+FFFF: a surrogate pair
 			} else {

@@ -10,23 +10,44 @@ import (
 )
 
 // String returns s with control characters, format characters (bidi overrides, zero-width
-// spaces), line separators and invalid UTF-8 written as Go escapes (\n, \t, \x1b, \u202e): names
-// and calls are any role's text, and may not forge lines or rows, reorder or hide text, or
-// drive the terminal.
+// spaces), line separators, characters that print as nothing (Hidden) and invalid UTF-8 written
+// as Go escapes (\n, \t, \x1b, \u202e, \u3164): names and calls are any role's text, and may not
+// forge lines or rows, reorder or hide text, pass for another name, or drive the terminal.
 func String(s string) string {
 	var b strings.Builder
 	for i, r := range s {
 		switch {
 		case r == utf8.RuneError && !strings.HasPrefix(s[i:], "\uFFFD"):
 			fmt.Fprintf(&b, "\\x%02x", s[i])
-		case unicode.IsControl(r) || unicode.Is(unicode.Cf, r) || r == '\u2028' || r == '\u2029':
+		case unicode.IsControl(r):
 			q := strconv.QuoteRune(r)
 			b.WriteString(q[1 : len(q)-1])
+		case Hidden(r) && r > 0xffff:
+			fmt.Fprintf(&b, "\\U%08x", r)
+		case Hidden(r):
+			fmt.Fprintf(&b, "\\u%04x", r)
 		default:
 			b.WriteRune(r)
 		}
 	}
 	return b.String()
+}
+
+// Hidden tells a character other than a control character that a terminal shows as nothing, as
+// a blank, or not at all as it is, so that a name holding it may read as another: format characters
+// (bidi overrides, zero-width spaces), line and paragraph separators, spaces other than U+0020
+// (U+00A0, U+3000), the fillers and other characters Unicode says to ignore when they cannot be
+// shown (U+3164, U+034F), variation selectors, the blank Braille pattern U+2800, private-use and
+// unassigned code points.
+func Hidden(r rune) bool {
+	switch {
+	case r == ' ':
+		return false
+	case r == '\u2800':
+		return true
+	}
+	return unicode.In(r, unicode.Cf, unicode.Zs, unicode.Zl, unicode.Zp, unicode.Co, unicode.Cn,
+		unicode.Other_Default_Ignorable_Code_Point, unicode.Variation_Selector)
 }
 
 // Exact returns String(s) with each backslash doubled, so that no two texts read alike (String

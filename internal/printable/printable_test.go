@@ -17,6 +17,17 @@ func TestPrintable(t *testing.T) {
 		{"bidi override reordering the row", "Bill\u202eevil", `Bill\u202eevil`},
 		{"zero-width space hiding a difference", "Bill\u200bing", `Bill\u200bing`},
 		{"bidi isolate", "a\u2066b\u2069", `a\u2066b\u2069`},
+		{"Hangul filler, printable and blank", "Backup\u3164", `Backup\u3164`},
+		{"Hangul choseong filler", "a\u115fb", `a\u115fb`},
+		{"no-break space", "Back\u00a0up", `Back\u00a0up`},
+		{"ideographic space", "a\u3000b", `a\u3000b`},
+		{"blank Braille pattern", "a\u2800b", `a\u2800b`},
+		{"combining grapheme joiner", "a\u034fb", `a\u034fb`},
+		{"variation selectors", "a\ufe0fb\U000e0100", `a\ufe0fb\U000e0100`},
+		{"private use", "a\ue000b\U000f0000", `a\ue000b\U000f0000`},
+		{"unassigned", "a\u0378b", `a\u0378b`},
+		{"tag character", "a\U000e0041", `a\U000e0041`},
+		{"combining accent, emoji and CJK", "e\u0301 \U0001f600 東京", "e\u0301 \U0001f600 東京"},
 	} {
 		if got := String(tt.in); got != tt.want {
 			t.Errorf("%s: printable.String(%q) = %q, want %q", tt.name, tt.in, got, tt.want)
