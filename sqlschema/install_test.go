@@ -222,7 +222,8 @@ func TestUpgradeRefusedByDependents(t *testing.T) {
 // TestUninstallRefusedByOutsideDependents: objects a role made outside pgjobs that depend on the
 // pgjobs schema (a column of a pgjobs view's row type, a check calling a pgjobs function, a view
 // over pgj_jobs) make the uninstall fail, naming each and changing nothing, instead of going with
-// the schema's DROP ... CASCADE (the terminal-text attack of 2026-11-29: they went, silently);
+// the schema's DROP ... CASCADE (the terminal-text attack of 2026-11-29: they went, silently), one
+// a line, a line break in a name escaped;
 // with them gone, the uninstall goes through.
 func TestUninstallRefusedByOutsideDependents(t *testing.T) {
 	t.Parallel()
@@ -238,21 +239,29 @@ func TestUninstallRefusedByOutsideDependents(t *testing.T) {
 		CREATE TABLE al.hist (id int PRIMARY KEY, note text, snap pgjobs.pgj_jobs);
 		INSERT INTO al.hist VALUES (1, 'precious', null);
 		CREATE TABLE al.t2 (id int, sched text CHECK (sched IS NULL OR pgjobs.pgj_next_fire_(sched, now(), 'UTC', now()) IS NOT NULL));
-		CREATE VIEW al.myjobs AS SELECT name FROM pgjobs.pgj_jobs`)
+		CREATE VIEW al.myjobs AS SELECT name FROM pgjobs.pgj_jobs;
+		CREATE TABLE al.t3 ("x
+table al.orders depends on pgjobs
+column y" pgjobs.pgj_jobs)`)
 	before := schemaDump(t, db)
 	err := sqlschema.Uninstall(ctx, super)
 	var pgErr *pgconn.PgError
-	if !errors.As(err, &pgErr) || pgErr.Code != "2BP01" || !strings.Contains(pgErr.Message, "3 objects made outside pgjobs depend on it") {
-		t.Fatalf("Uninstall with dependents outside pgjobs: %v, want 2BP01 naming 3 objects", err)
+	if !errors.As(err, &pgErr) || pgErr.Code != "2BP01" || !strings.Contains(pgErr.Message, "4 objects made outside pgjobs depend on it") {
+		t.Fatalf("Uninstall with dependents outside pgjobs: %v, want 2BP01 naming 4 objects", err)
 	}
-	want := "column snap of table al.hist depends on pgjobs\nconstraint t2_sched_check on table al.t2 depends on pgjobs\nview al.myjobs depends on pgjobs"
+	// one a line: the line breaks of alice's column name are escaped, adding no line
+	want := "column snap of table al.hist depends on pgjobs\n" + `column x\ntable al.orders depends on pgjobs\ncolumn y of table al.t3 depends on pgjobs` +
+		"\nconstraint t2_sched_check on table al.t2 depends on pgjobs\nview al.myjobs depends on pgjobs"
 	if pgErr.Detail != want || !strings.Contains(pgErr.Hint, "Nothing was changed") || strings.Contains(pgErr.Hint, "CASCADE") {
 		t.Fatalf("detail:\n%s\nwant:\n%s\nhint %q", pgErr.Detail, want, pgErr.Hint)
 	}
 	if after := schemaDump(t, db); after != before {
 		t.Fatal("a refused uninstall changed the database")
 	}
-	mustExec(t, aliceConn, "ALTER TABLE al.hist DROP COLUMN snap; DROP TABLE al.t2; DROP VIEW al.myjobs")
+	if pgErr.Routine != sqlschema.DetailByLine {
+		t.Errorf("the refusal's detail is not marked as one item a line: %q", pgErr.Routine)
+	}
+	mustExec(t, aliceConn, "ALTER TABLE al.hist DROP COLUMN snap; DROP TABLE al.t2, al.t3; DROP VIEW al.myjobs")
 	if err := sqlschema.Uninstall(ctx, super); err != nil {
 		t.Fatalf("Uninstall once the dependents are gone: %v", err)
 	}

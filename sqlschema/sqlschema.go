@@ -20,6 +20,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/pgjobs/pgjobs/internal/printable"
 )
 
 //go:embed sql/*.sql queries/*.sql
@@ -265,13 +266,18 @@ func uninstallError(what string, err error) error {
 	return fmt.Errorf("%s: %w", what, dependentsHinted(err, "disable the database again"))
 }
 
+// DetailByLine marks, as the Routine of a PgError, an error pgjobs made whose DETAIL has one
+// printable item a line: PostgreSQL's own DETAIL may hold a role's name with a line break.
+const DetailByLine = "pgjobs: one item a line"
+
 // maxDependentsNamed bounds the objects a refused uninstall names, as PostgreSQL's DETAIL does.
 const maxDependentsNamed = 100
 
 // noOutsideDependents refuses the uninstall, as PostgreSQL refuses a DROP without CASCADE
 // (SQLSTATE 2BP01, its detail naming them), while objects made outside pgjobs depend on what it
-// drops with CASCADE (the pgjobs and pgjobs_agent schemas): a role's column of a pgjobs view's row
-// type, a check calling a pgjobs function, a view over pgjobs' views would go with them.
+// drops with CASCADE (the pgjobs and pgjobs_agent schemas: a role's column of a pgjobs view's row
+// type, a check calling a pgjobs function, a view over pgjobs' views would go with them) or on the
+// views and tables of job calls it drops by name (by OID: a column default '<OID>'::regclass).
 func noOutsideDependents(ctx context.Context, tx pgx.Tx) error {
 	rows, err := tx.Query(ctx, query("uninstall_dependents"), maxDependentsNamed)
 	if err != nil {
@@ -284,7 +290,9 @@ func noOutsideDependents(ctx context.Context, tx pgx.Tx) error {
 		if err := rows.Scan(&what, &total); err != nil {
 			return fmt.Errorf("look for objects depending on pgjobs: %w", err)
 		}
-		named = append(named, what+" depends on pgjobs")
+		// one a line, its names (a role's, unquoted for a column or a constraint) printable: a line
+		// break in one must not add a line that reads as another object
+		named = append(named, printable.String(what)+" depends on pgjobs")
 	}
 	if err := rows.Err(); err != nil {
 		return fmt.Errorf("look for objects depending on pgjobs: %w", err)
@@ -295,7 +303,7 @@ func noOutsideDependents(ctx context.Context, tx pgx.Tx) error {
 	if total > len(named) {
 		named = append(named, fmt.Sprintf("and %d other objects", total-len(named)))
 	}
-	return &pgconn.PgError{Severity: "ERROR", Code: "2BP01", Detail: strings.Join(named, "\n"),
+	return &pgconn.PgError{Severity: "ERROR", Code: "2BP01", Detail: strings.Join(named, "\n"), Routine: DetailByLine,
 		Message: fmt.Sprintf("cannot drop schema pgjobs because %d %s made outside pgjobs depend on it", total, map[bool]string{true: "object", false: "objects"}[total == 1])}
 }
 

@@ -8,6 +8,7 @@ import (
 
 	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/pgjobs/pgjobs/internal/printable"
+	"github.com/pgjobs/pgjobs/sqlschema"
 	"github.com/urfave/cli/v2"
 )
 
@@ -101,9 +102,12 @@ func noteUsage(c *cli.Context) {
 	}
 }
 
-// printError prints err on one line, and under it, as psql does, the DETAIL and HINT that
-// PostgreSQL gave with the error it wraps, if any: the DETAIL names what keeps an object from being
-// dropped, for one. Every line is made printable: the names in an error are often other roles'.
+// printError prints err on one line, and under it, as psql does, the DETAIL and HINT of the
+// PostgreSQL error it wraps, if any: the DETAIL names what keeps an object from being dropped, for
+// one. Every line is made printable: the names in an error are often other roles'. PostgreSQL's
+// own DETAIL is one line, its line breaks escaped (a role's column or constraint name, unquoted
+// there, may hold one and add a line naming another object); one pgjobs made (DetailByLine) has
+// an item a line.
 func printError(w io.Writer, err error) {
 	fmt.Fprintf(w, "pgjobs: %s\n", printable.String(oneLine(err)))
 	var pgErr *pgconn.PgError
@@ -114,36 +118,16 @@ func printError(w io.Writer, err error) {
 		if field.text == "" {
 			continue
 		}
-		lines := detailLines(strings.TrimRight(field.text, "\n"))
+		text := strings.TrimRight(field.text, "\n")
+		lines := []string{text} // PostgreSQL's: a role's name in it may hold a line break, kept as \n
+		if pgErr.Routine == sqlschema.DetailByLine {
+			lines = strings.Split(text, "\n") // pgjobs' own: one printable item a line
+		}
 		fmt.Fprintf(w, "%s:  %s\n", field.label, printable.String(lines[0]))
 		for _, line := range lines[1:] { // aligned under the first
 			fmt.Fprintf(w, "%*s%s\n", len(field.label)+3, "", printable.String(line))
 		}
 	}
-}
-
-// detailLines splits PostgreSQL's DETAIL or HINT into its lines, but for a line break inside a
-// double-quoted identifier, which is a role's name, kept as \n: PostgreSQL puts one dependent on
-// each line of its DETAIL, and a role's name must not add a line that reads as another.
-func detailLines(text string) []string {
-	var lines []string
-	var line strings.Builder
-	quoted := false
-	for _, r := range text {
-		switch {
-		case r == '"':
-			quoted = !quoted // a doubled quote inside an identifier toggles twice
-		case r == '\n' && quoted:
-			line.WriteString(`\n`)
-			continue
-		case r == '\n':
-			lines = append(lines, line.String())
-			line.Reset()
-			continue
-		}
-		line.WriteRune(r)
-	}
-	return append(lines, line.String())
 }
 
 // oneLine folds an error onto one line.

@@ -64,7 +64,7 @@ func listJobs(c *cli.Context) error {
 		if j.Paused {
 			next = "paused"
 		}
-		fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", printable.String(j.Name), printable.String(j.Owner), printable.String(j.Function), printable.String(starts), printable.String(recurs),
+		fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", cell(j.Name), cell(j.Owner), printable.String(j.Function), printable.String(starts), printable.String(recurs),
 			next, timeOrDash(j.LastRun), orDash(j.LastStatus))
 	}
 	return w.Flush()
@@ -144,4 +144,15 @@ func timeOrDash(t *time.Time) string {
 		return "-"
 	}
 	return t.Local().Format(fireTimeLayout)
+}
+
+// cell returns a role's name for a column of a table, printable; quoted as PostgreSQL quotes
+// identifiers when it holds two blanks in a row, starts or ends with one, or starts with a quote,
+// or is empty: the columns are apart by two blanks or more, and such a name could lay out cells of
+// its own (a job named "Backup" and forty blanks, then "alice ... ok", read as alice's run).
+func cell(s string) string {
+	if s == "" || strings.Contains(s, "  ") || strings.HasPrefix(s, " ") || strings.HasSuffix(s, " ") || strings.HasPrefix(s, `"`) {
+		return printable.String(pgx.Identifier{s}.Sanitize())
+	}
+	return printable.String(s)
 }

@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/pgjobs/pgjobs/sqlschema"
 )
 
 func TestPrintJSONEscapesControlsAndFormats(t *testing.T) {
@@ -46,17 +47,20 @@ func TestPrintError(t *testing.T) {
 	}{
 		{"plain", errors.New("no such job\n  Bill"), "pgjobs: no such job Bill\n"},
 		{"escape in the message", fmt.Errorf("run: job ended: %s", "P0001: x\x1b[2J"), "pgjobs: run: job ended: P0001: x\\x1b[2J\n"},
-		{"PostgreSQL's detail and hint", fmt.Errorf("disabledb: %w", &pgconn.PgError{Severity: "ERROR", Code: "2BP01", Message: "cannot drop \x1b]0;x\a",
+		{"PostgreSQL's detail and hint: one line each", fmt.Errorf("disabledb: %w", &pgconn.PgError{Severity: "ERROR", Code: "2BP01", Message: "cannot drop \x1b]0;x\a",
 			Detail: "default of \"a\x1b[31m\"\nand of b\u202e\n", Hint: "drop them"}),
 			"pgjobs: disabledb: ERROR: cannot drop \\x1b]0;x\\a (SQLSTATE 2BP01)\n" +
-				"DETAIL:  default of \"a\\x1b[31m\"\n" +
-				"         and of b\\u202e\n" +
+				"DETAIL:  default of \"a\\x1b[31m\"\\nand of b\\u202e\n" +
 				"HINT:  drop them\n"},
-		{"a line break in a quoted name stays in its line", &pgconn.PgError{Severity: "ERROR", Code: "2BP01", Message: "cannot drop view v",
-			Detail: "view mal.\"x\nview al.orders depends on view v\" depends on view v\nview \"a\"\"b\" depends on view v"},
+		{"a line break in a role's unquoted name adds no line", &pgconn.PgError{Severity: "ERROR", Code: "2BP01", Message: "cannot drop view v",
+			Detail: "column x\ntable al.orders depends on view v\ncolumn y of table mm.t depends on view v"},
 			"pgjobs: ERROR: cannot drop view v (SQLSTATE 2BP01)\n" +
-				"DETAIL:  view mal.\"x\\nview al.orders depends on view v\" depends on view v\n" +
-				"         view \"a\"\"b\" depends on view v\n"},
+				"DETAIL:  column x\\ntable al.orders depends on view v\\ncolumn y of table mm.t depends on view v\n"},
+		{"pgjobs' own detail: an item a line", &pgconn.PgError{Severity: "ERROR", Code: "2BP01", Message: "cannot drop schema pgjobs", Routine: sqlschema.DetailByLine,
+			Detail: "column x\\ntable al.orders of table mm.t depends on pgjobs\nview al.v depends on pgjobs"},
+			"pgjobs: ERROR: cannot drop schema pgjobs (SQLSTATE 2BP01)\n" +
+				"DETAIL:  column x\\ntable al.orders of table mm.t depends on pgjobs\n" +
+				"         view al.v depends on pgjobs\n"},
 		{"hint alone, through a wrapper", fmt.Errorf("run: %w", pgMessage{&pgconn.PgError{Message: "job \"Held\" is paused", Hint: "pgj_resume_job resumes it"}}),
 			"pgjobs: run: job \"Held\" is paused\nHINT:  pgj_resume_job resumes it\n"},
 	} {

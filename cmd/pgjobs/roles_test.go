@@ -97,7 +97,7 @@ func TestDisableDBNamesWhatHoldsIt(t *testing.T) {
 	got := env.on(t, "disabledb", db)
 	for _, want := range []string{
 		"cannot drop",
-		`DETAIL:  default value for column x of table "hold\x1b[2J" depends on view`,
+		`DETAIL:  default value for column x of table "hold\x1b[2J" depends on pgjobs`,
 		"HINT:  Nothing was changed. Drop or change the objects that the detail names",
 	} {
 		if !strings.Contains(got.stderr, want) {

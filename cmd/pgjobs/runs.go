@@ -85,7 +85,7 @@ func listRuns(c *cli.Context) error {
 		if r.SQLState != nil {
 			message = *r.SQLState + ": " + message
 		}
-		fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%s\t%s\t%s\n", printable.String(r.Job), printable.String(r.Owner), scheduled, timeOrDash(r.Started), duration, r.Status,
+		fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%s\t%s\t%s\n", cell(r.Job), cell(r.Owner), scheduled, timeOrDash(r.Started), duration, r.Status,
 			printable.String(strings.Join(strings.Fields(message), " ")))
 	}
 	return w.Flush()

@@ -8,6 +8,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/jackc/pgx/v5"
 	"github.com/pgjobs/pgjobs/config"
 	"github.com/pgjobs/pgjobs/internal/printable"
 	"github.com/pgjobs/pgjobs/sqlschema"
@@ -258,12 +259,14 @@ func standbysText(s sqlschema.Status) string {
 	return fmt.Sprint(s.Standbys.Count)
 }
 
-// jobOf names a job and, when known, its owner: a superuser's status tells every role's jobs.
+// jobOf names a job and, when known, its owner, each quoted as PostgreSQL quotes identifiers, as
+// the agent's log does ("Backup" of "alice"): a superuser's status tells every role's jobs, and a
+// name holding " (owner alice) at" must not read as another's.
 func jobOf(job string, owner *string) string {
 	if owner == nil {
-		return printable.String(job)
+		return printable.String(pgx.Identifier{job}.Sanitize())
 	}
-	return printable.String(job) + " (owner " + printable.String(*owner) + ")"
+	return printable.String(pgx.Identifier{job}.Sanitize() + " of " + pgx.Identifier{*owner}.Sanitize())
 }
 
 // failureText tells the last failure: job, status, when, SQLSTATE and message on one line.

@@ -161,7 +161,7 @@ declined'),
 	)
 	for _, want := range []string{
 		kv("active agent", fmt.Sprintf("status test agent, session %d, since ", pid)),
-		kv("last failure", "Billing (owner "+cluster.User()+") error at "), " min ago): P0001: card declined\n",
+		kv("last failure", `"Billing" of "`+cluster.User()+`" error at `), " min ago): P0001: card declined\n",
 		kv("error", "unreachable: connect to 127.0.0.1:"+strconv.Itoa(unreachable)+"/nowhere as postgres: "),
 		kv("enabled", "no: not enabled (the database has no pgjobs schema; pgjobs enabledb -d "+plain+" enables it)\n"),
 	} {
@@ -215,7 +215,7 @@ declined'),
 		t.Errorf("status with an older failure: %#v", older)
 	}
 	wantLines(t, "status with an older failure", older.stdout, kv("failures (1 h)", "0"))
-	if !strings.Contains(older.stdout, kv("last failure", "Billing (owner "+cluster.User()+") error at ")) || !strings.Contains(older.stdout, " (1 h ago): P0001: card declined\n") {
+	if !strings.Contains(older.stdout, kv("last failure", `"Billing" of "`+cluster.User()+`" error at `)) || !strings.Contains(older.stdout, " (1 h ago): P0001: card declined\n") {
 		t.Errorf("status with an older failure: the last failure is not shown:\n%s", older.stdout)
 	}
 
@@ -251,7 +251,7 @@ declined'),
 	)
 	for _, want := range []string{
 		kv("active agent", "no active agent (last: status test agent, which took the lead at "),
-		kv("next fire", "Billing (owner "+cluster.User()+") at "+next+" (in "),
+		kv("next fire", `"Billing" of "`+cluster.User()+`" at `+next+" (in "),
 		kv("waiting tasks", "2, the oldest planned for "), " (10 min ago)\n",
 	} {
 		if !strings.Contains(stopped.stdout, want) {

@@ -1,15 +1,21 @@
--- What the uninstall would drop that is not pgjobs': objects outside pgjobs that depend (as a
--- normal dependency) on something in the pgjobs or pgjobs_agent schema, which DROP SCHEMA ...
--- CASCADE would drop with them: a role's column of a pgjobs view's row type, a check constraint
--- or a default calling a pgjobs function, a view over pgjobs' views, a function taking a pgjobs
--- type. Each is described as PostgreSQL's DETAIL would (column snap of table al.hist), at most $1.
--- The views and tables of job calls (pgjobs_call_<OID>, pgjobs_gone) are pgjobs': the uninstall
--- drops them by name.
+-- What the uninstall would drop, or fail on, that is not pgjobs': objects outside pgjobs that
+-- depend (as a normal dependency) on something in the pgjobs or pgjobs_agent schema, which DROP
+-- SCHEMA ... CASCADE would drop with them (a role's column of a pgjobs view's row type, a check
+-- constraint or a default calling a pgjobs function, a view over pgjobs' views, a function taking
+-- a pgjobs type), or on the views and tables of job calls pgjobs made (pgjobs_call_<OID>,
+-- pgjobs_gone), whose drops would fail on them. Each is described as PostgreSQL's DETAIL would
+-- (column snap of table al.hist), at most $1.
 WITH ours AS (
     SELECT n.oid FROM pg_catalog.pg_namespace n WHERE n.nspname OPERATOR(pg_catalog.=) ANY (ARRAY['pgjobs', 'pgjobs_agent'])
+), calls AS ( -- the views and tables of job calls, dropped by name
+    SELECT c.oid FROM pg_catalog.pg_class c JOIN pg_catalog.pg_namespace n ON n.oid OPERATOR(pg_catalog.=) c.relnamespace
+    WHERE n.nspname OPERATOR(pg_catalog.=) 'pgjobs_gone'
+       OR n.nspname OPERATOR(pg_catalog.~) '^pgjobs_call_[0-9]+$' AND c.relname OPERATOR(pg_catalog.~) '^(call|args)_[0-9a-f]{32}$'
 ), inside (classid, objid) AS (
     SELECT 'pg_catalog.pg_namespace'::pg_catalog.regclass, o.oid FROM ours o
     UNION ALL SELECT 'pg_catalog.pg_class'::pg_catalog.regclass, c.oid FROM pg_catalog.pg_class c WHERE c.relnamespace IN (SELECT o.oid FROM ours o)
+    UNION ALL SELECT 'pg_catalog.pg_class'::pg_catalog.regclass, k.oid FROM calls k
+    UNION ALL SELECT 'pg_catalog.pg_type'::pg_catalog.regclass, t.oid FROM pg_catalog.pg_type t WHERE t.typrelid IN (SELECT k.oid FROM calls k)
     UNION ALL SELECT 'pg_catalog.pg_proc'::pg_catalog.regclass, p.oid FROM pg_catalog.pg_proc p WHERE p.pronamespace IN (SELECT o.oid FROM ours o)
     UNION ALL SELECT 'pg_catalog.pg_type'::pg_catalog.regclass, t.oid FROM pg_catalog.pg_type t WHERE t.typnamespace IN (SELECT o.oid FROM ours o)
 ), dependent AS (
