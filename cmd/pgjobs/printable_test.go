@@ -71,3 +71,24 @@ func TestPrintError(t *testing.T) {
 		}
 	}
 }
+
+// TestCell: a name that could lay out cells of its own in a table (two blanks in a row, a blank
+// at an end, a leading quote, nothing) is quoted as PostgreSQL quotes identifiers; others print as
+// they are, made printable.
+func TestCell(t *testing.T) {
+	t.Parallel()
+	for _, tt := range []struct{ in, want string }{
+		{"Backup", "Backup"},
+		{"Nightly backup", "Nightly backup"},
+		{"Backup" + strings.Repeat(" ", 40) + "alice  2026-11-29T01:08:45+00:00  ok", `"Backup` + strings.Repeat(" ", 40) + `alice  2026-11-29T01:08:45+00:00  ok"`},
+		{"Backup ", `"Backup "`},
+		{" Backup", `" Backup"`},
+		{`"Backup"`, `"""Backup"""`},
+		{"", `""`},
+		{"Back\x1b[2Jup", `Back\x1b[2Jup`},
+	} {
+		if got := cell(tt.in); got != tt.want {
+			t.Errorf("cell(%q) = %q, want %q", tt.in, got, tt.want)
+		}
+	}
+}
