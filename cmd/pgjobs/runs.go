@@ -18,10 +18,10 @@ func runsCommand() *cli.Command {
 		Name:      "runs",
 		Usage:     "list a database's last runs with their status, duration and message",
 		UsageText: "pgjobs runs [-h HOST] [-p PORT] -d DATABASE [-u USER] [--job NAME] [--failed] [--since INTERVAL] [--limit N] [--json]",
-		Description: `Connects as pgjobs jobs does and lists the runs that role may see, latest first: whose job each
-was, when it was scheduled and started, how long it took, how it ended and why. --failed keeps the runs that failed,
-were cancelled or abandoned, and the fires that were missed. --json prints every column of
-pgj_runs (DETAIL, HINT, CONTEXT too), for scripts.
+		Description: `Connects as pgjobs jobs does and lists the runs that role may see, latest first: whose
+job each was, when it was scheduled and started, how long it took, how it ended and why. --failed
+keeps the runs that failed, were cancelled or abandoned, and the fires that were missed. --json
+prints every column of pgj_runs (DETAIL, HINT, CONTEXT too), for scripts.
 
 Example:
    pgjobs runs -d sales --failed --since '1 day'
