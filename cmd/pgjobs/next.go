@@ -187,11 +187,11 @@ func runNextJob(c *cli.Context) error {
 		return fmt.Errorf("next: %s: %w", t.Target(), err)
 	}
 	if job.Paused {
-		fmt.Fprintf(c.App.ErrWriter, "pgjobs: job %q is paused: it fires nothing until pgj_resume_job resumes it\n", name)
+		fmt.Fprintf(c.App.ErrWriter, "pgjobs: job %s is paused: it fires nothing until pgj_resume_job resumes it\n", jobOf(name, nil))
 		return nil
 	}
 	if job.Job.Startup {
-		fmt.Fprintf(c.App.ErrWriter, "pgjobs: job %q also runs each time an agent starts or takes over\n", name)
+		fmt.Fprintf(c.App.ErrWriter, "pgjobs: job %s also runs each time an agent starts or takes over\n", jobOf(name, nil))
 	}
 	if job.Zone != "" {
 		if loc, err = time.LoadLocation(job.Zone); err != nil {
@@ -203,7 +203,7 @@ func runNextJob(c *cli.Context) error {
 		return fmt.Errorf("next: %w", err)
 	}
 	if mixesIntervals(job.Job) && len(fires) > 1 {
-		fmt.Fprintf(c.App.ErrWriter, "pgjobs: job %q mixes an interval schedule with others: after the first fire, its interval fires are counted from that fire, while the agent counts them from its start (or takeover), so they may differ\n", name)
+		fmt.Fprintf(c.App.ErrWriter, "pgjobs: job %s mixes an interval schedule with others: after the first fire, its interval fires are counted from that fire, while the agent counts them from its start (or takeover), so they may differ\n", jobOf(name, nil))
 	}
 	return printFires(c.App.Writer, fires)
 }

@@ -39,6 +39,8 @@ func TestNextJob(t *testing.T) {
 		SELECT pgj_create_job('Tick', 'off_line()', null, 'Every5');
 		SELECT pgj_create_job('Held', 'off_line()', null, 'Daily');
 		SELECT pgj_pause_job('Held');
+		SELECT pgj_create_job(U&'Held\3164"\FE0F', 'off_line()', null, 'Daily');
+		SELECT pgj_pause_job(U&'Held\3164"\FE0F');
 		SELECT pgj_create_job('Mixed', 'off_line()', 'March2099', 'Every5');
 		SELECT pgj_create_startup_job('Hello', 'off_line()');
 		SELECT pgj_add_job_schedule('Hello', 'Evening');`); err != nil {
@@ -76,6 +78,8 @@ func TestNextJob(t *testing.T) {
 		{"start schedule passed before it was set: never fires", as(alice, "--tz", "UTC", "--count", "3", "Over"), result{"", "", 0}},
 		{"paused", as(alice, "--tz", "UTC", "Held"),
 			result{"", "pgjobs: job \"Held\" is paused: it fires nothing until pgj_resume_job resumes it\n", 0}},
+		{"paused, its name printed as every command prints names", as(alice, "--tz", "UTC", "Held\u3164\"\ufe0f"),
+			result{"", `pgjobs: job "Held\u3164""\ufe0f" is paused: it fires nothing until pgj_resume_job resumes it` + "\n", 0}},
 		{"startup job with a recurrence", as(alice, "--tz", "UTC", "--from", "2030-06-01T00:00:00Z", "Hello"),
 			result{"2030-06-01T19:30:00+00:00\n", "pgjobs: job \"Hello\" also runs each time an agent starts or takes over\n", 0}},
 		{"unknown job", as(alice, "Nope"), notFound("Nope")},
