@@ -5,6 +5,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgtype"
 	"github.com/pgjobs/pgjobs/agent/agentlog"
 	"github.com/pgjobs/pgjobs/agent/sessions"
@@ -115,7 +116,7 @@ func (s *Service) runOnce(t sqlschema.ClaimedTask, key termKey) (r Result, start
 	owner := *t.OwnerName
 	session, err := s.cfg.Sessions.Acquire(s.runCtx, owner, sessions.Hooks{
 		Waiting: func(ahead int) {
-			s.logf(agentlog.LevelInfo, agentlog.StatusFiring, "task %d waiting for a session of %s: %d runs of that role ahead", t.ID, owner, ahead)
+			s.logf(agentlog.LevelInfo, agentlog.StatusFiring, "task %d waiting for a session of %s: %d runs of that role ahead", t.ID, pgx.Identifier{owner}.Sanitize(), ahead)
 		},
 	})
 	if err != nil {
@@ -141,7 +142,7 @@ func (s *Service) runOnce(t sqlschema.ClaimedTask, key termKey) (r Result, start
 	begun := func() {
 		s.cfg.Metrics.TaskStarted(start.Sub(t.Plan))
 		s.writes.start(sqlschema.TaskStarted{ID: t.ID, Attempt: t.Attempt, PID: session.PID, Start: start})
-		s.logf(agentlog.LevelInfo, agentlog.StatusFiring, "task %d started as %s (attempt %d)", t.ID, owner, t.Attempt)
+		s.logf(agentlog.LevelInfo, agentlog.StatusFiring, "task %d started as %s (attempt %d)", t.ID, pgx.Identifier{owner}.Sanitize(), t.Attempt)
 	}
 	r = execute(s.runCtx, session.Conn.PgConn(), sqlschema.TaskBeginSQL(t.ID, t.Owner, t.Timeout), t.Input, key.proof(t.ID, t.Attempt, session.PID), begun, NewOutput(t.Format))
 	stop = s.cfg.Clock.Now()
@@ -234,7 +235,7 @@ func (s *Service) runRemote(t sqlschema.ClaimedTask) {
 		return
 	}
 	start := s.cfg.Clock.Now()
-	s.logf(agentlog.LevelInfo, agentlog.StatusFiring, "task %d started as %s on a remote server (attempt %d)", t.ID, *t.OwnerName, t.Attempt)
+	s.logf(agentlog.LevelInfo, agentlog.StatusFiring, "task %d started as %s on a remote server (attempt %d)", t.ID, pgx.Identifier{*t.OwnerName}.Sanitize(), t.Attempt)
 	r := runRemote(s.runCtx, *t.Remote, t.OwnerSuper, s.maxIterations(), t.Timeout, t.Input, NewOutput(t.Format), remoteHooks{
 		logins: func(n int) { s.cfg.Sessions.ChargeLogins(owner, n-1) }, // the first was counted before
 		started: func(pid uint32) {
