@@ -10,6 +10,7 @@ import (
 	"time"
 	"unicode"
 	"unicode/utf16"
+	"unicode/utf8"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/pgjobs/pgjobs/config"
@@ -25,7 +26,8 @@ func jobsCommand() *cli.Command {
 		UsageText: "pgjobs jobs [-h HOST] [-p PORT] -d DATABASE [-u USER] [--json]",
 		Description: `Connects as USER (default: PGUSER, else the user of the database's configuration row, else
 postgres) and lists the jobs that role may see: any role that may connect can use it. A paused
-job's NEXT RUN says paused. --json prints a JSON array of the jobs, for scripts.
+job's NEXT RUN says paused. A name is cut past 64 characters as printed, a call or the schedules
+past 100, ending in "...". --json prints a JSON array of the jobs, whole, for scripts.
 
 Example:
    pgjobs jobs -d sales
@@ -64,7 +66,7 @@ func listJobs(c *cli.Context) error {
 		if j.Paused {
 			next = "paused"
 		}
-		fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", cell(j.Name), cell(j.Owner), printable.String(j.Function), printable.String(starts), printable.String(recurs),
+		fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", cell(j.Name), cell(j.Owner), cut(printable.String(j.Function), maxTextCell), cut(printable.String(starts), maxTextCell), cut(printable.String(recurs), maxTextCell),
 			next, timeOrDash(j.LastRun), orDash(j.LastStatus))
 	}
 	return w.Flush()
@@ -146,13 +148,31 @@ func timeOrDash(t *time.Time) string {
 	return t.Local().Format(fireTimeLayout)
 }
 
-// cell returns a role's name for a column of a table, printable; quoted as PostgreSQL quotes
-// identifiers when it holds two blanks in a row, starts or ends with one, or starts with a quote,
-// or is empty: the columns are apart by two blanks or more, and such a name could lay out cells of
-// its own (a job named "Backup" and forty blanks, then "alice ... ok", read as alice's run).
+// cell returns a role's name for a column of a table, printable and cut to maxNameCell
+// characters; quoted as PostgreSQL quotes identifiers when it holds two blanks in a row, starts or
+// ends with one, or starts with a quote, or is empty: the columns are apart by two blanks or more,
+// and such a name could lay out cells of its own (a job named "Backup" and forty blanks, then
+// "alice ... ok", read as alice's run).
 func cell(s string) string {
 	if s == "" || strings.Contains(s, "  ") || strings.HasPrefix(s, " ") || strings.HasSuffix(s, " ") || strings.HasPrefix(s, `"`) {
-		return printable.String(pgx.Identifier{s}.Sanitize())
+		return cut(printable.String(pgx.Identifier{s}.Sanitize()), maxNameCell)
 	}
-	return printable.String(s)
+	return cut(printable.String(s), maxNameCell)
+}
+
+// The widest cells of a table, in characters as printed: every row is padded to its column's
+// widest cell, and escapes make a role's text up to ten times wider than it is (\U000e0100), so
+// that one role's name or call could push every other role's row off the screen. --json has them
+// whole.
+const (
+	maxNameCell = 64  // a job's, an owner's name
+	maxTextCell = 100 // a call, schedules
+)
+
+// cut returns s, printable, cut to at most max characters, ending in "..." when it was cut.
+func cut(s string, max int) string {
+	if utf8.RuneCountInString(s) <= max {
+		return s
+	}
+	return string([]rune(s)[:max-3]) + "..."
 }

@@ -80,12 +80,15 @@ func TestCell(t *testing.T) {
 	for _, tt := range []struct{ in, want string }{
 		{"Backup", "Backup"},
 		{"Nightly backup", "Nightly backup"},
-		{"Backup" + strings.Repeat(" ", 40) + "alice  2026-11-29T01:08:45+00:00  ok", `"Backup` + strings.Repeat(" ", 40) + `alice  2026-11-29T01:08:45+00:00  ok"`},
+		{"Backup" + strings.Repeat(" ", 40) + "alice  2026-11-29T01:08:45+00:00  ok", `"Backup` + strings.Repeat(" ", 40) + `alice  2026-11...`}, // quoted, and cut at 64
 		{"Backup ", `"Backup "`},
 		{" Backup", `" Backup"`},
 		{`"Backup"`, `"""Backup"""`},
 		{"", `""`},
 		{"Back\x1b[2Jup", `Back\x1b[2Jup`},
+		{strings.Repeat("\U000e0100", 200), strings.Repeat(`\U000e0100`, 6) + `\...`}, // 2,000 characters printed, cut to 64
+		{strings.Repeat("x", 64), strings.Repeat("x", 64)},
+		{strings.Repeat("x", 65), strings.Repeat("x", 61) + "..."},
 	} {
 		if got := cell(tt.in); got != tt.want {
 			t.Errorf("cell(%q) = %q, want %q", tt.in, got, tt.want)

@@ -37,13 +37,13 @@ func String(s string) string {
 // a blank, or not at all as it is, so that a name holding it may read as another: format characters
 // (bidi overrides, zero-width spaces), line and paragraph separators, spaces other than U+0020
 // (U+00A0, U+3000), the fillers and other characters Unicode says to ignore when they cannot be
-// shown (U+3164, U+034F), variation selectors, the blank Braille pattern U+2800, private-use and
-// unassigned code points.
+// shown (U+3164, U+034F), variation selectors, the blank Braille pattern U+2800, the Khitan
+// filler U+16FE4, private-use and unassigned code points.
 func Hidden(r rune) bool {
 	switch {
 	case r == ' ':
 		return false
-	case r == '\u2800':
+	case r == '\u2800', r == '\U00016fe4': // the blank Braille pattern, the Khitan small script filler
 		return true
 	}
 	return unicode.In(r, unicode.Cf, unicode.Zs, unicode.Zl, unicode.Zp, unicode.Co, unicode.Cn,

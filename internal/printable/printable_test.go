@@ -22,6 +22,7 @@ func TestPrintable(t *testing.T) {
 		{"no-break space", "Back\u00a0up", `Back\u00a0up`},
 		{"ideographic space", "a\u3000b", `a\u3000b`},
 		{"blank Braille pattern", "a\u2800b", `a\u2800b`},
+		{"Khitan small script filler", "Backup\U00016fe4", `Backup\U00016fe4`},
 		{"combining grapheme joiner", "a\u034fb", `a\u034fb`},
 		{"variation selectors", "a\ufe0fb\U000e0100", `a\ufe0fb\U000e0100`},
 		{"private use", "a\ue000b\U000f0000", `a\ue000b\U000f0000`},
