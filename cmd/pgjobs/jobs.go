@@ -66,7 +66,7 @@ func listJobs(c *cli.Context) error {
 		if j.Paused {
 			next = "paused"
 		}
-		fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", cell(j.Name), cell(j.Owner), cut(printable.String(j.Function), maxTextCell), cut(printable.String(starts), maxTextCell), cut(printable.String(recurs), maxTextCell),
+		fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", cell(j.Name), cell(j.Owner), cellOf(j.Function, maxTextCell), cellOf(starts, maxTextCell), cellOf(recurs, maxTextCell),
 			next, timeOrDash(j.LastRun), orDash(j.LastStatus))
 	}
 	return w.Flush()
@@ -153,11 +153,14 @@ func timeOrDash(t *time.Time) string {
 // ends with one, or starts with a quote, or is empty: the columns are apart by two blanks or more,
 // and such a name could lay out cells of its own (a job named "Backup" and forty blanks, then
 // "alice ... ok", read as alice's run).
-func cell(s string) string {
+func cell(s string) string { return cellOf(s, maxNameCell) }
+
+// cellOf is cell for a column whose cells may be max characters wide: a call, schedules.
+func cellOf(s string, max int) string {
 	if s == "" || strings.Contains(s, "  ") || strings.HasPrefix(s, " ") || strings.HasSuffix(s, " ") || strings.HasPrefix(s, `"`) {
-		return cut(printable.String(pgx.Identifier{s}.Sanitize()), maxNameCell)
+		return cut(printable.String(pgx.Identifier{s}.Sanitize()), max)
 	}
-	return cut(printable.String(s), maxNameCell)
+	return cut(printable.String(s), max)
 }
 
 // The widest cells of a table, in characters as printed: every row is padded to its column's

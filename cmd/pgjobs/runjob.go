@@ -8,7 +8,6 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5/pgconn"
-	"github.com/pgjobs/pgjobs/internal/printable"
 	"github.com/pgjobs/pgjobs/sqlschema"
 	"github.com/urfave/cli/v2"
 )
@@ -70,7 +69,7 @@ func runJobNow(c *cli.Context) error {
 	if err != nil {
 		return fmt.Errorf("run: %s: %w", t.Target(), err)
 	}
-	fmt.Fprintf(c.App.Writer, "request %d: job %s asked to run now on %s\n", id, printable.String(job), t.Target())
+	fmt.Fprintf(c.App.Writer, "request %d: job %s asked to run now on %s\n", id, jobOf(job, nil), t.Target())
 	if !c.Bool("wait") {
 		return nil
 	}
@@ -122,7 +121,7 @@ func reportRun(c *cli.Context, job string, r sqlschema.RequestState) error {
 		took = " in " + r.Finished.Sub(*r.Started).Round(time.Millisecond).String()
 	}
 	if *r.Status == sqlschema.RunOK {
-		fmt.Fprintf(c.App.Writer, "job %s ended ok%s\n", printable.String(job), took)
+		fmt.Fprintf(c.App.Writer, "job %s ended ok%s\n", jobOf(job, nil), took)
 		return nil
 	}
 	why := []string{}

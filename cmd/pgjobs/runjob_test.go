@@ -40,7 +40,7 @@ func TestRunJobNow(t *testing.T) {
 	statusAgent(t, cluster.DSN(db), "run-now agent", agent.EventActive, nil)
 
 	got := env.on(t, "run", db, "-u", alice, "--wait", "Good")
-	if got.code != 0 || !strings.Contains(got.stdout, "job Good asked to run now") || !strings.Contains(got.stdout, "job Good ended ok in ") {
+	if got.code != 0 || !strings.Contains(got.stdout, `job "Good" asked to run now`) || !strings.Contains(got.stdout, `job "Good" ended ok in `) {
 		t.Fatalf("run --wait Good as its owner: %#v", got)
 	}
 	var hits int
@@ -93,7 +93,7 @@ func TestRunJobNow(t *testing.T) {
 		t.Fatal(err)
 	}
 	got = env.on(t, "run", db, "-u", alice, "--wait", "--timeout", "20s", "Fresh\x1b[2J")
-	if got.code != 0 || !strings.Contains(got.stdout, `job Fresh\x1b[2J asked to run now`) || !strings.Contains(got.stdout, `job Fresh\x1b[2J ended ok`) || strings.Contains(got.stdout, "\x1b") {
+	if got.code != 0 || !strings.Contains(got.stdout, `job "Fresh\x1b[2J" asked to run now`) || !strings.Contains(got.stdout, `job "Fresh\x1b[2J" ended ok`) || strings.Contains(got.stdout, "\x1b") {
 		t.Fatalf("run --wait of Fresh with an escape, just made: %#v", got)
 	}
 	// A superuser may run anyone's job.

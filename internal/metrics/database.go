@@ -49,9 +49,14 @@ func (d *Database) Outage() {
 }
 
 // jobLabel returns the job_name label of a job: its name while the database has fewer than
-// MaxJobs names, OtherJobs past them.
+// MaxJobs names, OtherJobs past them. A job a role named "(other)" gets \(other), which no other
+// name's label can be (labelValue doubles a backslash), so that it never counts with the jobs past
+// the bound.
 func (d *Database) jobLabel(job string) string {
 	job = labelValue(job)
+	if job == OtherJobs {
+		job = `\` + OtherJobs
+	}
 	d.jobsMu.Lock()
 	defer d.jobsMu.Unlock()
 	if d.jobs[job] {

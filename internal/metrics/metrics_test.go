@@ -200,9 +200,9 @@ func TestNilDoesNothing(t *testing.T) {
 // that spell such an escape out, keep labels of their own; a group a role named "(other)" counts
 // with the groups past the bound, never beside them.
 func TestLabelsFromAnyBytes(t *testing.T) {
-	jobs := metrics.New(metrics.Options{MaxJobs: 5, TaskReadEvery: -1})
+	jobs := metrics.New(metrics.Options{MaxJobs: 6, TaskReadEvery: -1})
 	d := jobs.Database(1, "ascii\xff")
-	for _, job := range []string{"J\xff", "J\xfe", `J\xff`, "K\x1b[2J\u202e", `K\x1b[2J\u202e`} {
+	for _, job := range []string{"J\xff", "J\xfe", `J\xff`, "K\x1b[2J\u202e", `K\x1b[2J\u202e`, "(other)"} {
 		d.Fires(job, "skipped", 1)
 	}
 	at := time.Now()
@@ -220,6 +220,7 @@ func TestLabelsFromAnyBytes(t *testing.T) {
 		`pgjobs_job_runs_total{database="ascii\\xff",id="1",job_name="J\\\\xff",status="skipped"} 1`,
 		`pgjobs_job_runs_total{database="ascii\\xff",id="1",job_name="K\\x1b[2J\\u202e",status="skipped"} 1`,
 		`pgjobs_job_runs_total{database="ascii\\xff",id="1",job_name="K\\\\x1b[2J\\\\u202e",status="skipped"} 1`,
+		`pgjobs_job_runs_total{database="ascii\\xff",id="1",job_name="\\(other)",status="skipped"} 1`, // a role's, not the bound's
 		`pgjobs_tasks{database="ascii\\xff",group="g\\x1b]0;T\\a",id="1",state="PLAN"} 4`,
 		`pgjobs_tasks{database="ascii\\xff",group="g\\xff",id="1",state="PLAN"} 3`,
 		`pgjobs_tasks{database="ascii\\xff",group="(other)",id="1",state="PLAN"} 7`,
@@ -227,6 +228,9 @@ func TestLabelsFromAnyBytes(t *testing.T) {
 		if !has(out, want) {
 			t.Errorf("missing %s", want)
 		}
+	}
+	if strings.Contains(out, `job_name="(other)",`) {
+		t.Errorf("a job a role named (other) counts with the jobs past the bound")
 	}
 	if strings.ContainsFunc(out, func(r rune) bool { return r == 0x1b || r == 0x202e || r == utf8.RuneError }) {
 		t.Errorf("the exposition has an ESC, a bidi override or U+FFFD")
