@@ -8,8 +8,6 @@ import (
 	"strings"
 	"text/tabwriter"
 	"time"
-	"unicode"
-	"unicode/utf16"
 	"unicode/utf8"
 
 	"github.com/jackc/pgx/v5"
@@ -107,10 +105,7 @@ func connectTarget(c *cli.Context) (*pgx.Conn, config.Database, error) {
 	return conn, t, nil
 }
 
-// printJSON prints v as indented JSON, with every control character and every character that
-// prints as nothing (printable.Hidden) of its strings escaped (\u0085, \u202e, \u3164):
-// encoding/json leaves C1 controls and bidi overrides raw, and a role's text must not act on the
-// terminal of whoever reads the output.
+// printJSON prints v as indented JSON, made printable (printable.JSON).
 func printJSON(w io.Writer, v any) error {
 	var buf bytes.Buffer
 	enc := json.NewEncoder(&buf)
@@ -118,19 +113,7 @@ func printJSON(w io.Writer, v any) error {
 	if err := enc.Encode(v); err != nil {
 		return err
 	}
-	var out strings.Builder
-	for _, r := range buf.String() { // outside strings, JSON has only ASCII punctuation and blanks
-		if r >= 0x7f && (unicode.IsControl(r) || printable.Hidden(r)) {
-			if hi, lo := utf16.EncodeRune(r); hi != unicode.ReplacementChar {
-				fmt.Fprintf(&out, "\\u%04x\\u%04x", hi, lo) // past U+FFFF: a surrogate pair
-			} else {
-				fmt.Fprintf(&out, "\\u%04x", r)
-			}
-		} else {
-			out.WriteRune(r)
-		}
-	}
-	_, err := io.WriteString(w, out.String())
+	_, err := w.Write(printable.JSON(buf.Bytes()))
 	return err
 }
 

@@ -16,6 +16,7 @@ import (
 
 	"github.com/pgjobs/pgjobs/agent"
 	"github.com/pgjobs/pgjobs/internal/metrics"
+	"github.com/pgjobs/pgjobs/internal/printable"
 	"github.com/urfave/cli/v2"
 )
 
@@ -184,12 +185,16 @@ func readyHandler(master *agent.Master) http.Handler {
 			answer.Ready = answer.Ready && d.Ready
 			answer.Databases = append(answer.Databases, d)
 		}
+		body, err := json.MarshalIndent(answer, "", "  ")
+		if err != nil {
+			http.Error(w, "readyz: "+err.Error(), http.StatusInternalServerError)
+			return
+		}
 		w.Header().Set("Content-Type", "application/json")
 		if !answer.Ready {
 			w.WriteHeader(http.StatusServiceUnavailable)
 		}
-		enc := json.NewEncoder(w)
-		enc.SetIndent("", "  ")
-		enc.Encode(answer)
+		// the reasons quote the server's errors, which may hold roles' names: printable, as pgjobs prints
+		w.Write(append(printable.JSON(body), '\n')) //nolint:errcheck // the client went away
 	})
 }

@@ -6,6 +6,7 @@ import (
 	"strconv"
 	"strings"
 	"unicode"
+	"unicode/utf16"
 	"unicode/utf8"
 )
 
@@ -55,4 +56,24 @@ func Hidden(r rune) bool {
 // ESC). It is for keys, such as metric label values, where two jobs must never share one.
 func Exact(s string) string {
 	return String(strings.ReplaceAll(s, `\`, `\\`))
+}
+
+// JSON returns the JSON text j with every control character and every Hidden character of its
+// strings escaped (\u0085, \u202e, \u3164; past U+FFFF a surrogate pair): encoding/json leaves C1
+// controls, bidi overrides and fillers raw, and a role's text must not act on the terminal of
+// whoever reads the output. Outside strings, JSON has only ASCII punctuation and blanks.
+func JSON(j []byte) []byte {
+	out := make([]byte, 0, len(j))
+	for _, r := range string(j) {
+		switch {
+		case r < 0x7f || !(unicode.IsControl(r) || Hidden(r)):
+			out = utf8.AppendRune(out, r)
+		case r > 0xffff:
+			hi, lo := utf16.EncodeRune(r)
+			out = fmt.Appendf(out, "\\u%04x\\u%04x", hi, lo)
+		default:
+			out = fmt.Appendf(out, "\\u%04x", r)
+		}
+	}
+	return out
 }

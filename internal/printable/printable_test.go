@@ -60,3 +60,18 @@ func TestExact(t *testing.T) {
 		seen[Exact(in)] = in
 	}
 }
+
+func TestJSON(t *testing.T) {
+	t.Parallel()
+	for _, tt := range []struct{ name, in, want string }{
+		{"ASCII as it is", `{"a": "b\u001b", "n": 1}`, `{"a": "b\u001b", "n": 1}`},
+		{"C1 control", "{\"a\": \"x\u0085y\"}", `{"a": "x\u0085y"}`},
+		{"bidi override and filler", "[\"Bill\u202eing\u3164\"]", `["Bill\u202eing\u3164"]`},
+		{"past U+FFFF: a surrogate pair", "[\"a\U000e0100\"]", `["a\udb40\udd00"]`},
+		{"multibyte kept", "[\"tâche 東京\"]", "[\"tâche 東京\"]"},
+	} {
+		if got := string(JSON([]byte(tt.in))); got != tt.want {
+			t.Errorf("%s: printable.JSON(%q) = %q, want %q", tt.name, tt.in, got, tt.want)
+		}
+	}
+}
