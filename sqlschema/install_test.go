@@ -269,3 +269,24 @@ column y" pgjobs.pgj_jobs)`)
 		t.Fatalf("alice's row: %q", got)
 	}
 }
+
+// TestUninstallWaitsBoundedForLocks: a transaction holding a lock on pgjobs' tables (a role's,
+// or a prepared one, which no session end releases) makes the uninstall fail after its
+// lock_timeout, changing nothing and saying what to look at, instead of waiting for ever with its
+// queued lock holding every statement of the agent behind it (the second attacker helper's N15).
+func TestUninstallWaitsBoundedForLocks(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	db := enabledDatabase(t)
+	holder := cluster.Connect(t, db)
+	mustExec(t, holder, "BEGIN; LOCK TABLE pgjobs.pgj_fire_ IN ACCESS SHARE MODE")
+	err := sqlschema.Uninstall(ctx, cluster.Connect(t, db))
+	var pgErr *pgconn.PgError
+	if !errors.As(err, &pgErr) || pgErr.Code != "55P03" || !strings.Contains(pgErr.Hint, "pg_prepared_xacts") {
+		t.Fatalf("Uninstall behind a held lock: %v, want 55P03 with a hint", err)
+	}
+	mustExec(t, holder, "ROLLBACK")
+	if _, err := sqlschema.Installed(ctx, cluster.Connect(t, db)); err != nil {
+		t.Fatalf("the schema after the refused uninstall: %v", err)
+	}
+}

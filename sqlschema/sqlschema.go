@@ -232,6 +232,9 @@ func Uninstall(ctx context.Context, db DB) error {
 		if err != nil {
 			return err
 		}
+		if _, err := tx.Exec(ctx, query("uninstall_settings")); err != nil {
+			return fmt.Errorf("set the uninstall's settings: %w", err)
+		}
 		if err := noOutsideDependents(ctx, tx); err != nil {
 			return uninstallError("drop the pgjobs schema", err)
 		}
@@ -263,6 +266,11 @@ func Uninstall(ctx context.Context, db DB) error {
 // what roles made: the hint says instead what the DBA can do. The uninstall is one transaction, so
 // nothing was changed.
 func uninstallError(what string, err error) error {
+	if pgErr, ok := err.(*pgconn.PgError); ok && pgErr.Code == "55P03" { // lock_timeout of uninstall_settings
+		hinted := *pgErr
+		hinted.Hint = "Nothing was changed. A session or a prepared transaction holds a lock on pgjobs' objects (pg_locks and pg_prepared_xacts show it): end it, or COMMIT PREPARED or ROLLBACK PREPARED it, then disable the database again."
+		return fmt.Errorf("%s: %w", what, &hinted)
+	}
 	return fmt.Errorf("%s: %w", what, dependentsHinted(err, "disable the database again"))
 }
 

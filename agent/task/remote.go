@@ -130,7 +130,10 @@ func connKeys(s string) (map[string]string, error) {
 	keys := map[string]string{}
 	if strings.HasPrefix(s, "postgres://") || strings.HasPrefix(s, "postgresql://") {
 		u, err := url.Parse(s)
-		if err != nil {
+		var ue *url.Error
+		if errors.As(err, &ue) { // its text quotes the URI, password and all: not logged
+			return nil, fmt.Errorf("the URI does not parse: %w", ue.Err)
+		} else if err != nil {
 			return nil, err
 		}
 		if u.User != nil {

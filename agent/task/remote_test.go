@@ -356,3 +356,21 @@ func TestRemoteSessionAttrsCheck(t *testing.T) {
 		})
 	}
 }
+
+// TestRemoteConfigErrorsHideThePassword: a remote connection string that does not parse is
+// refused with an error that is logged and written to the task row: it never holds the password
+// (the second attacker helper's N11: a URI with a bad escape was quoted whole).
+func TestRemoteConfigErrorsHideThePassword(t *testing.T) {
+	t.Parallel()
+	for _, s := range []string{
+		"postgresql://app:S3cretPW3@db.ex%ZZample/app",
+		"postgres://app:S3cretPW3@db.example:99999/app",
+		"host=db.example port=abc user=app password=S3cretPW3",
+		"host=db.example sslmode=bogus password=S3cretPW3",
+	} {
+		_, _, err := remoteConfig(s, false, 0)
+		if err == nil || strings.Contains(err.Error(), "S3cretPW3") {
+			t.Errorf("remoteConfig(%q): %v, want an error without the password", s, err)
+		}
+	}
+}

@@ -95,3 +95,20 @@ func TestCell(t *testing.T) {
 		}
 	}
 }
+
+// TestShellWord: a name in a command pgjobs suggests is one shell word that runs nothing.
+func TestShellWord(t *testing.T) {
+	t.Parallel()
+	for _, tt := range []struct{ in, want string }{
+		{"Billing", "Billing"},
+		{"sales_2026.v1-a", "sales_2026.v1-a"},
+		{"Nightly; touch /tmp/PWNED_$(id -u) #", `'Nightly; touch /tmp/PWNED_$(id -u) #'`},
+		{"it's", `'it'\''s'`},
+		{"", "''"},
+		{"a b", "'a b'"},
+	} {
+		if got := shellWord(tt.in); got != tt.want {
+			t.Errorf("shellWord(%q) = %s, want %s", tt.in, got, tt.want)
+		}
+	}
+}

@@ -108,7 +108,7 @@ func runJobNow(c *cli.Context) error {
 		}
 		break
 	}
-	return fmt.Errorf("run: request %d: job %s did not end within --timeout %s (it may still run: pgjobs runs --job %s shows it)", id, job, c.Duration("timeout"), job)
+	return fmt.Errorf("run: request %d: job %s did not end within --timeout %s (it may still run: pgjobs runs --job %s shows it)", id, jobOf(job, nil), c.Duration("timeout"), shellWord(job))
 }
 
 // reportRun prints how a request's run ended and returns an error unless it ended ok.
@@ -132,6 +132,18 @@ func reportRun(c *cli.Context, job string, r sqlschema.RequestState) error {
 		why = append(why, *r.Message)
 	}
 	return fmt.Errorf("run: job %s ended %s%s: %s", job, *r.Status, took, strings.Join(why, ": "))
+}
+
+// shellWord returns s as one word of a POSIX shell's command line, single-quoted unless it is
+// made of letters, digits and _ . - / : only: a command pgjobs suggests names a role's job or a
+// database, which a DBA may paste into a shell, and a name must not run anything there.
+func shellWord(s string) string {
+	if s != "" && strings.IndexFunc(s, func(r rune) bool {
+		return !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || strings.ContainsRune("_.-/:", r))
+	}) < 0 {
+		return s
+	}
+	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
 }
 
 // pgMessage is a PostgreSQL error told by its message alone (pgj_run_job's refusals name the

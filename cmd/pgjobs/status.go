@@ -184,7 +184,7 @@ func printStatus(w io.Writer, d dbStatus) {
 		line("error", "unreadable: %s", printable.String(oneLine(d.unreadable)))
 		return
 	case !s.Enabled:
-		line("enabled", "no: not enabled (the database has no pgjobs schema; pgjobs enabledb -d %s enables it)", d.row.Name)
+		line("enabled", "no: not enabled (the database has no pgjobs schema; pgjobs enabledb -d %s enables it)", shellWord(d.row.Name))
 		return
 	}
 	line("enabled", "yes, schema version %d%s", s.Version, versionNote(s.Version, ": "))

@@ -95,5 +95,5 @@ func findRow(f *config.File, t config.Database, chosen bool) (config.Database, e
 			return config.Database{}, usagef("%s has %d databases named %s (%s): choose one with -h HOST and -p PORT", f.Path(), len(named), t.Name, strings.Join(targets, ", "))
 		}
 	}
-	return config.Database{}, fmt.Errorf("database %s is not in %s: enable it with pgjobs enabledb -d %s", t.Target(), f.Path(), t.Name)
+	return config.Database{}, fmt.Errorf("database %s is not in %s: enable it with pgjobs enabledb -d %s", t.Target(), f.Path(), shellWord(t.Name))
 }
