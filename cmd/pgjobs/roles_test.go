@@ -95,22 +95,32 @@ func TestDisableDBNamesWhatHoldsIt(t *testing.T) {
 		t.Fatal(err)
 	}
 	got := env.on(t, "disabledb", db)
-	for _, want := range []string{
+	wantRefusedByDependents(t, "disabledb", got,
 		"cannot drop",
 		`DETAIL:  default value for column x of table "hold\x1b[2J" depends on pgjobs`,
 		"HINT:  Nothing was changed. Drop or change the objects that the detail names",
-	} {
-		if !strings.Contains(got.stderr, want) {
-			t.Errorf("disabledb's error has no %q", want)
-		}
-	}
-	if got.code != 1 || strings.Contains(got.stderr, "\x1b") || strings.Contains(got.stderr, "CASCADE") {
-		t.Errorf("disabledb: exit %d, an escape %v, PostgreSQL's hint to CASCADE %v", got.code, strings.Contains(got.stderr, "\x1b"), strings.Contains(got.stderr, "CASCADE"))
-	}
+	)
 	if t.Failed() {
-		t.Fatalf("disabledb's stderr:\n%s", got.stderr)
+		t.FailNow()
 	}
 	if !hasSchema(t, db) || !strings.Contains(env.file(t), "|"+db+"|") {
 		t.Fatalf("a failed disabledb changed something:\n%s", env.file(t))
+	}
+}
+
+// wantRefusedByDependents checks that command failed with exit 1, its stderr holding each of
+// wants, and neither an ESC (the names in it are roles') nor PostgreSQL's hint to DROP ... CASCADE.
+func wantRefusedByDependents(t *testing.T, command string, got result, wants ...string) {
+	t.Helper()
+	for _, want := range wants {
+		if !strings.Contains(got.stderr, want) {
+			t.Errorf("%s's error has no %q", command, want)
+		}
+	}
+	if got.code != 1 || strings.Contains(got.stderr, "\x1b") || strings.Contains(got.stderr, "CASCADE") {
+		t.Errorf("%s: exit %d, an escape %v, PostgreSQL's hint to CASCADE %v", command, got.code, strings.Contains(got.stderr, "\x1b"), strings.Contains(got.stderr, "CASCADE"))
+	}
+	if t.Failed() {
+		t.Logf("%s's stderr:\n%s", command, got.stderr)
 	}
 }

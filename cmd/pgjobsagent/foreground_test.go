@@ -1,7 +1,6 @@
 package main
 
 import (
-	"context"
 	"regexp"
 	"strings"
 	"syscall"
@@ -15,12 +14,7 @@ func TestForegroundNamesTheAgent(t *testing.T) {
 	t.Parallel()
 	db, conf := enabled(t, 2)
 	p := startAgent(t, conf, "--foreground")
-	conn := cluster.Connect(t, db)
-	waitFor(t, "both startup runs", func() bool {
-		var n int
-		err := conn.QueryRow(context.Background(), "SELECT count(*) FROM pgjobs.pgj_run_ WHERE runstatus <> 'running'").Scan(&n)
-		return err == nil && n == 2
-	})
+	waitStartupRuns(t, db)
 	if code := p.stop(t, syscall.SIGTERM); code != 0 {
 		t.Fatalf("exit code %d after SIGTERM; stderr %s", code, p.stderr)
 	}

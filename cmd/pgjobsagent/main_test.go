@@ -128,6 +128,17 @@ func waitFor(t *testing.T, what string, ok func() bool) {
 	}
 }
 
+// waitStartupRuns waits for the two startup runs of a database made by enabled to be recorded.
+func waitStartupRuns(t *testing.T, db string) {
+	t.Helper()
+	conn := cluster.Connect(t, db)
+	waitFor(t, "both startup runs", func() bool {
+		var n int
+		err := conn.QueryRow(context.Background(), "SELECT count(*) FROM pgjobs.pgj_run_ WHERE runstatus <> 'running'").Scan(&n)
+		return err == nil && n == 2
+	})
+}
+
 var logLine = regexp.MustCompile(`^\d{4}\.\d{2}\.\d{2}\|\d{2}:\d{2}:\d{2}\.\d{3}\|[a-z]+\|.+$`)
 
 func containsLine(lines []string, part string) bool {
@@ -156,12 +167,7 @@ func TestLogsAtEachLevel(t *testing.T) {
 			t.Parallel()
 			db, conf := enabled(t, tt.level)
 			p := startAgent(t, conf)
-			conn := cluster.Connect(t, db)
-			waitFor(t, "both startup runs", func() bool {
-				var n int
-				err := conn.QueryRow(context.Background(), "SELECT count(*) FROM pgjobs.pgj_run_ WHERE runstatus <> 'running'").Scan(&n)
-				return err == nil && n == 2
-			})
+			waitStartupRuns(t, db)
 			if code := p.stop(t, syscall.SIGTERM); code != 0 {
 				t.Fatalf("exit code %d after SIGTERM; stderr %s", code, p.stderr)
 			}
