@@ -108,10 +108,8 @@ func appendQuoted(buf []byte, s string) []byte {
 		switch {
 		case r == '|':
 			buf = append(buf, `\x7c`...)
-		case r > 0xffff && printable.Hidden(r):
-			buf = fmt.Appendf(buf, `\U%08x`, r)
 		case printable.Hidden(r):
-			buf = fmt.Appendf(buf, `\u%04x`, r)
+			buf = printable.AppendEscape(buf, r)
 		default:
 			buf = utf8.AppendRune(buf, r)
 		}
@@ -140,10 +138,8 @@ func appendEscaped(buf []byte, s string) []byte {
 			buf = fmt.Appendf(buf, `\x%02x`, s[i])
 		case r < utf8.RuneSelf && unicode.IsControl(r):
 			buf = fmt.Appendf(buf, `\x%02x`, r)
-		case r > 0xffff && printable.Hidden(r):
-			buf = fmt.Appendf(buf, `\U%08x`, r)
 		case unicode.IsControl(r) || printable.Hidden(r):
-			buf = fmt.Appendf(buf, `\u%04x`, r)
+			buf = printable.AppendEscape(buf, r)
 		default:
 			buf = append(buf, s[i:i+size]...)
 		}

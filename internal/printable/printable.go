@@ -23,15 +23,22 @@ func String(s string) string {
 		case unicode.IsControl(r):
 			q := strconv.QuoteRune(r)
 			b.WriteString(q[1 : len(q)-1])
-		case Hidden(r) && r > 0xffff:
-			fmt.Fprintf(&b, "\\U%08x", r)
 		case Hidden(r):
-			fmt.Fprintf(&b, "\\u%04x", r)
+			b.Write(AppendEscape(nil, r))
 		default:
 			b.WriteRune(r)
 		}
 	}
 	return b.String()
+}
+
+// AppendEscape appends r to buf as a Go escape of its code point: \u3164, or \U000e0100 past
+// U+FFFF.
+func AppendEscape(buf []byte, r rune) []byte {
+	if r > 0xffff {
+		return fmt.Appendf(buf, `\U%08x`, r)
+	}
+	return fmt.Appendf(buf, `\u%04x`, r)
 }
 
 // Hidden tells a character other than a control character that a terminal shows as nothing, as
